@@ -1,0 +1,194 @@
+/** Every setting of the service, read once from the environment and validated at start. */
+import { Config, ConfigError, ConfigProvider, Context, Effect, Either, Layer, Option, Redacted } from "effect"
+
+export interface Limits {
+  readonly globalPerDay: number
+  readonly globalPerHour: number
+  readonly payerPerDay: number
+  readonly concurrent: number
+  readonly x402PerDay: number
+  readonly x402PerHour: number
+  readonly x402Concurrent: number
+  readonly failuresPerDay: number
+  readonly feedbackPerKeyPerDay: number
+  readonly feedbackGlobalPerDay: number
+}
+
+export interface Settings {
+  readonly host: string
+  readonly port: number
+  readonly publicBaseUrl: string
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  readonly dataDir: string
+  readonly openai: {
+    readonly apiKey: Option.Option<Redacted.Redacted>
+    readonly baseUrl: Option.Option<string>
+    readonly model: string
+  }
+  readonly analysisTimeoutMs: number
+  readonly fdcApiKey: Option.Option<Redacted.Redacted>
+  readonly stripe: Option.Option<{
+    readonly secretKey: Redacted.Redacted
+    readonly webhookSecret: Redacted.Redacted
+    readonly apiBase: Option.Option<URL>
+  }>
+  /** Test mode follows the Stripe key: `sk_test_` keys mean `morsel_test_` API keys and `cs_test_` sessions. */
+  readonly testMode: boolean
+  readonly x402: {
+    readonly payTo: Option.Option<`0x${string}`>
+    readonly asset: `0x${string}`
+    readonly rpcUrl: string
+    readonly settlerPrivateKey: Option.Option<Redacted.Redacted<`0x${string}`>>
+    readonly facilitatorUrl: Option.Option<string>
+    readonly confirmTimeoutMs: number
+  }
+  readonly trustedOrigins: ReadonlyArray<string>
+  readonly adminToken: Option.Option<Redacted.Redacted>
+  readonly limits: Limits
+  readonly logLevel: string
+  readonly logFormat: "json" | "pretty"
+}
+
+export const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" as const
+export const DEFAULT_VISION_MODEL = "gpt-5-mini"
+
+const invalid = (name: string, message: string) => ConfigError.InvalidData([name], message)
+
+const address = (name: string) =>
+  Config.string(name).pipe(
+    Config.mapOrFail((s) =>
+      /^0x[0-9a-fA-F]{40}$/.test(s) ? Either.right(s as `0x${string}`) : Either.left(invalid(name, `${name} must be a 0x-prefixed 20-byte hex address`))
+    )
+  )
+
+const httpUrl = (name: string) =>
+  Config.string(name).pipe(
+    Config.mapOrFail((s) => {
+      try {
+        const url = new URL(s)
+        return url.protocol === "http:" || url.protocol === "https:"
+          ? Either.right(s.replace(/\/+$/, ""))
+          : Either.left(invalid(name, `${name} must be an http(s) URL`))
+      } catch {
+        return Either.left(invalid(name, `${name} must be an http(s) URL, got an unparsable value`))
+      }
+    })
+  )
+
+const positiveInt = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 }),
+    Config.withDefault(fallback)
+  )
+
+const secretWithPrefix = (name: string, prefixes: ReadonlyArray<string>) =>
+  Config.redacted(name).pipe(
+    Config.validate({
+      message: `${name} must start with ${prefixes.join(" or ")}`,
+      validation: (r) => prefixes.some((p) => Redacted.value(r).startsWith(p))
+    })
+  )
+
+const origins = Config.string("TRUSTED_ORIGINS").pipe(
+  Config.withDefault(""),
+  Config.mapOrFail((raw) => {
+    const list = raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+    for (const origin of list) {
+      let parsed: URL
+      try {
+        parsed = new URL(origin)
+      } catch {
+        return Either.left(invalid("TRUSTED_ORIGINS", `"${origin}" is not an origin such as https://app.example.com`))
+      }
+      if (parsed.origin !== origin) {
+        return Either.left(invalid("TRUSTED_ORIGINS", `"${origin}" is not an origin (scheme://host[:port], no path or trailing slash)`))
+      }
+    }
+    return Either.right(list)
+  })
+)
+
+const limits: Config.Config<Limits> = Config.all({
+  globalPerDay: positiveInt("LIMIT_GLOBAL_PER_DAY", 200),
+  globalPerHour: positiveInt("LIMIT_GLOBAL_PER_HOUR", 30),
+  payerPerDay: positiveInt("LIMIT_PAYER_PER_DAY", 100),
+  concurrent: positiveInt("LIMIT_CONCURRENT", 3),
+  x402PerDay: positiveInt("LIMIT_X402_PER_DAY", 100),
+  x402PerHour: positiveInt("LIMIT_X402_PER_HOUR", 15),
+  x402Concurrent: positiveInt("LIMIT_X402_CONCURRENT", 2),
+  failuresPerDay: positiveInt("LIMIT_FAILURES_PER_DAY", 25),
+  feedbackPerKeyPerDay: positiveInt("LIMIT_FEEDBACK_PER_KEY_PER_DAY", 10),
+  feedbackGlobalPerDay: positiveInt("LIMIT_FEEDBACK_GLOBAL_PER_DAY", 1000)
+})
+
+const stripe = Config.all({
+  secretKey: Config.option(secretWithPrefix("STRIPE_SECRET_KEY", ["sk_live_", "sk_test_"])),
+  webhookSecret: Config.option(secretWithPrefix("STRIPE_WEBHOOK_SECRET", ["whsec_"])),
+  apiBase: Config.option(httpUrl("STRIPE_API_BASE").pipe(Config.map((s) => new URL(s))))
+}).pipe(
+  Config.mapOrFail(({ apiBase, secretKey, webhookSecret }) => {
+    if (Option.isNone(secretKey)) return Either.right(Option.none())
+    if (Option.isNone(webhookSecret)) {
+      return Either.left(invalid("STRIPE_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET is required when STRIPE_SECRET_KEY is set"))
+    }
+    return Either.right(Option.some({ secretKey: secretKey.value, webhookSecret: webhookSecret.value, apiBase }))
+  })
+)
+
+/** Reads and validates every setting; fails with a ConfigError naming the bad variable. */
+export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Effect.gen(function* () {
+  const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
+  const port = yield* Config.port("PORT").pipe(Config.withDefault(8787))
+  const publicBaseUrl = yield* httpUrl("PUBLIC_BASE_URL").pipe(Config.withDefault(`http://${host}:${port}`))
+  const stripeSettings = yield* stripe
+  return {
+    host,
+    port,
+    publicBaseUrl,
+    databaseUrl: yield* Config.option(Config.redacted("DATABASE_URL")),
+    dataDir: yield* Config.string("MORSEL_DATA_DIR").pipe(Config.withDefault("./.morsel")),
+    openai: {
+      apiKey: yield* Config.option(Config.redacted("OPENAI_API_KEY")),
+      baseUrl: yield* Config.option(httpUrl("OPENAI_BASE_URL")),
+      model: yield* Config.string("VISION_MODEL").pipe(Config.withDefault(DEFAULT_VISION_MODEL))
+    },
+    analysisTimeoutMs: yield* positiveInt("ANALYSIS_TIMEOUT_MS", 45_000),
+    fdcApiKey: yield* Config.option(Config.redacted("FDC_API_KEY")),
+    stripe: stripeSettings,
+    testMode: Option.match(stripeSettings, {
+      onNone: () => false,
+      onSome: (s) => Redacted.value(s.secretKey).startsWith("sk_test_")
+    }),
+    x402: {
+      payTo: yield* Config.option(address("X402_PAY_TO")),
+      asset: yield* address("X402_ASSET").pipe(Config.withDefault(BASE_USDC)),
+      rpcUrl: yield* httpUrl("X402_RPC_URL").pipe(Config.withDefault("https://mainnet.base.org")),
+      settlerPrivateKey: yield* Config.option(
+        Config.redacted("X402_SETTLER_PRIVATE_KEY").pipe(
+          Config.validate({
+            message: "X402_SETTLER_PRIVATE_KEY must be a 0x-prefixed 32-byte hex private key",
+            validation: (r) => /^0x[0-9a-fA-F]{64}$/.test(Redacted.value(r))
+          }),
+          Config.map((r) => r as Redacted.Redacted<`0x${string}`>)
+        )
+      ),
+      facilitatorUrl: yield* Config.option(httpUrl("X402_FACILITATOR_URL")),
+      confirmTimeoutMs: yield* positiveInt("X402_CONFIRM_TIMEOUT_MS", 20_000)
+    },
+    trustedOrigins: yield* origins,
+    adminToken: yield* Config.option(Config.redacted("ADMIN_TOKEN")),
+    limits: yield* limits,
+    logLevel: yield* Config.literal("all", "trace", "debug", "info", "warning", "error", "fatal", "none")("LOG_LEVEL").pipe(
+      Config.withDefault("info" as const)
+    ),
+    logFormat: yield* Config.literal("json", "pretty")("LOG_FORMAT").pipe(Config.withDefault("json" as const))
+  } satisfies Settings
+})
+
+export class AppConfig extends Context.Tag("morsel/AppConfig")<AppConfig, Settings>() {
+  static readonly layer = Layer.effect(AppConfig, loadSettings)
+
+  /** Settings from an explicit variable map instead of the process environment (tests, embedding). */
+  static readonly fromEnv = (env: Readonly<Record<string, string>>) =>
+    Layer.effect(AppConfig, loadSettings.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))
+}

@@ -1,0 +1,80 @@
+/** The PostgreSQL store: a real server when DATABASE_URL is set, otherwise embedded PGlite, migrated at start. */
+import { mkdtempSync, rmSync } from "node:fs"
+import { mkdir } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { PGlite } from "@electric-sql/pglite"
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm"
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Data, Effect, Layer, Option, Redacted } from "effect"
+import { AppConfig } from "../config.ts"
+import { migrate } from "./migrations.ts"
+
+export class DatabaseUnavailable extends Data.TaggedError("DatabaseUnavailable")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+const POOL_SIZE = 8
+
+/** Starts PGlite on a private unix socket so the ordinary pg driver can talk to it. */
+export const embedded = (dataDir: string) =>
+  Effect.gen(function* () {
+    const inMemory = dataDir === "memory://"
+    if (!inMemory) yield* Effect.promise(() => mkdir(resolve(dataDir), { recursive: true }))
+    const db = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => PGlite.create({ dataDir: inMemory ? undefined : resolve(dataDir), extensions: { pg_trgm } }),
+        catch: (cause) => new DatabaseUnavailable({ message: `cannot open the embedded database in ${dataDir}`, cause })
+      }),
+      (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
+    )
+    // Unix socket paths are short (~100 bytes), so the socket lives in a fresh temporary folder.
+    const socketDir = yield* Effect.acquireRelease(
+      Effect.sync(() => mkdtempSync(join(tmpdir(), "morsel-pg-"))),
+      (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+    )
+    yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          const server = new PGLiteSocketServer({ db, path: join(socketDir, ".s.PGSQL.5432"), maxConnections: POOL_SIZE * 2 })
+          await server.start()
+          return server
+        },
+        catch: (cause) => new DatabaseUnavailable({ message: "cannot start the embedded database socket", cause })
+      }),
+      (server) => Effect.promise(() => server.stop()).pipe(Effect.ignore)
+    )
+    return { host: socketDir, port: 5432, database: "postgres", username: "postgres" }
+  })
+
+export interface PgTarget {
+  readonly url?: Redacted.Redacted
+  readonly host?: string
+  readonly port?: number
+  readonly database?: string
+  readonly username?: string
+}
+
+/** A migrated PgClient/SqlClient for an explicit target. */
+export const layerFor = (target: PgTarget) =>
+  Layer.effectDiscard(migrate).pipe(
+    Layer.provideMerge(PgClient.layer({ ...target, maxConnections: POOL_SIZE, idleTimeout: "60 seconds" }))
+  )
+
+/** The store chosen by the settings: DATABASE_URL, else PGlite in MORSEL_DATA_DIR. */
+export const layer = Layer.unwrapScoped(
+  Effect.gen(function* () {
+    const settings = yield* AppConfig
+    const target: PgTarget = Option.isSome(settings.databaseUrl)
+      ? { url: settings.databaseUrl.value }
+      : yield* embedded(settings.dataDir)
+    return layerFor(target)
+  })
+)
+
+export type Sql = SqlClient.SqlClient
+export const Sql = SqlClient.SqlClient
+export { Redacted }

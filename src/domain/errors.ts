@@ -1,0 +1,133 @@
+/** Error classes of SPEC §7: one class per documented status, each body carrying `error.code`. */
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+const detail = <const Codes extends ReadonlyArray<string>>(...codes: Codes) =>
+  Schema.Struct({
+    code: Schema.Literal(...codes),
+    message: Schema.String,
+    request_id: Schema.optional(Schema.UUID)
+  })
+
+export const InvalidRequestCodes = [
+  "invalid_request",
+  "invalid_base64",
+  "unsupported_image",
+  "mime_mismatch",
+  "corrupt_image",
+  "image_dimensions",
+  "wrong_mode"
+] as const
+
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()(
+  "InvalidRequest",
+  {
+    error: Schema.extend(
+      detail(...InvalidRequestCodes),
+      Schema.Struct({ issues: Schema.optional(Schema.Array(Schema.Struct({ path: Schema.Array(Schema.Union(Schema.String, Schema.Number)), message: Schema.String }))) })
+    )
+  },
+  HttpApiSchema.annotations({ status: 400, description: "Invalid input; nothing consumed" })
+) {}
+
+export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()(
+  "PaymentRequired",
+  {
+    error: detail("payment_required", "invalid_payment", "insufficient_credits", "key_paused", "x402_unavailable"),
+    payment_required: Schema.optional(
+      Schema.Unknown.annotations({ description: "The x402 v2 PaymentRequired object, also sent base64-encoded in the PAYMENT-REQUIRED header" })
+    )
+  },
+  HttpApiSchema.annotations({ status: 402, description: "x402 price challenge (header PAYMENT-REQUIRED) or an unusable payment or credit key" })
+) {}
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
+  "Unauthorized",
+  { error: detail("invalid_key") },
+  HttpApiSchema.annotations({ status: 401, description: "Unknown, malformed or other-mode API key" })
+) {}
+
+export class Forbidden extends Schema.TaggedError<Forbidden>()(
+  "Forbidden",
+  { error: detail("untrusted_origin") },
+  HttpApiSchema.annotations({ status: 403, description: "Request from an untrusted browser Origin" })
+) {}
+
+export class NotFound extends Schema.TaggedError<NotFound>()(
+  "NotFound",
+  { error: detail("not_found", "order_not_found", "request_not_found") },
+  HttpApiSchema.annotations({ status: 404, description: "Nothing owned by this key matches" })
+) {}
+
+export class Conflict extends Schema.TaggedError<Conflict>()(
+  "Conflict",
+  { error: detail("in_progress", "idempotency_conflict", "order_conflict", "payment_unconfirmed", "feedback_conflict", "authorization_reused") },
+  HttpApiSchema.annotations({ status: 409, description: "in_progress (retry unchanged), idempotency_conflict (recover the original request) or an order/feedback conflict" })
+) {}
+
+export class Gone extends Schema.TaggedError<Gone>()(
+  "Gone",
+  { error: detail("result_expired") },
+  HttpApiSchema.annotations({ status: 410, description: "The 24-hour result recovery window has passed" })
+) {}
+
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
+  "PayloadTooLarge",
+  { error: detail("image_too_large", "request_too_large") },
+  HttpApiSchema.annotations({ status: 413, description: "Image or request too large" })
+) {}
+
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
+  "UnsupportedMediaType",
+  { error: detail("unsupported_media_type") },
+  HttpApiSchema.annotations({ status: 415, description: "Content type must be application/json" })
+) {}
+
+export class NoFoodDetected extends Schema.TaggedError<NoFoodDetected>()(
+  "NoFoodDetected",
+  { error: detail("no_food_detected") },
+  HttpApiSchema.annotations({ status: 422, description: "No food detected; nothing consumed" })
+) {}
+
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()(
+  "TooManyRequests",
+  { error: detail("rate_limited", "failure_limit", "spend_limited", "feedback_limited", "capacity_limited") },
+  HttpApiSchema.annotations({ status: 429, description: "A limit was hit; header Retry-After in seconds; nothing consumed" })
+) {}
+
+export class AnalysisFailed extends Schema.TaggedError<AnalysisFailed>()(
+  "AnalysisFailed",
+  { error: detail("analysis_failed") },
+  HttpApiSchema.annotations({ status: 502, description: "Analysis failed; nothing consumed, a reserved credit is returned" })
+) {}
+
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
+  "ServiceUnavailable",
+  {
+    error: detail("payment_pending", "model_unavailable", "payments_unavailable", "storage_unavailable", "processor_unavailable"),
+    payment_response: Schema.optional(Schema.Unknown.annotations({ description: "Pending settlement receipt (payment_pending only)" }))
+  },
+  HttpApiSchema.annotations({ status: 503, description: "Read error.code; payment_pending: retry the same request and authorization after 60 s" })
+) {}
+
+export class AnalysisTimeout extends Schema.TaggedError<AnalysisTimeout>()(
+  "AnalysisTimeout",
+  { error: detail("analysis_timeout") },
+  HttpApiSchema.annotations({ status: 504, description: "Analysis timed out; nothing consumed" })
+) {}
+
+export type ApiError =
+  | InvalidRequest
+  | PaymentRequired
+  | Unauthorized
+  | Forbidden
+  | NotFound
+  | Conflict
+  | Gone
+  | PayloadTooLarge
+  | UnsupportedMediaType
+  | NoFoodDetected
+  | TooManyRequests
+  | AnalysisFailed
+  | ServiceUnavailable
+  | AnalysisTimeout

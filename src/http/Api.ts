@@ -1,0 +1,153 @@
+/** The HTTP contract of SPEC §4, the single source of request validation and of /openapi.json. */
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
+import { Context, type Redacted, Schema } from "effect"
+import {
+  AnalysisFailed,
+  AnalysisTimeout,
+  Conflict,
+  Forbidden,
+  Gone,
+  InvalidRequest,
+  NoFoodDetected,
+  NotFound,
+  PayloadTooLarge,
+  PaymentRequired,
+  ServiceUnavailable,
+  TooManyRequests,
+  Unauthorized,
+  UnsupportedMediaType
+} from "../domain/errors.ts"
+import {
+  AnalysisResult,
+  AnalyzeRequest,
+  Balance,
+  CheckoutRequest,
+  CheckoutResponse,
+  CheckoutStatus,
+  CheckoutStatusRequest,
+  ConfirmRequest,
+  FeedbackReceipt,
+  FeedbackRequest,
+  Health,
+  IdempotencyKey
+} from "../domain/schemas.ts"
+
+export const API_VERSION = "1.0.0"
+
+/** The bearer credit key of a request, as sent; resolving it to an account is the credits feature's job. */
+export class CreditKey extends Context.Tag("morsel/CreditKey")<CreditKey, Redacted.Redacted<string>>() {}
+
+export class CreditKeyAuth extends HttpApiMiddleware.Tag<CreditKeyAuth>()("CreditKeyAuth", {
+  provides: CreditKey,
+  failure: Unauthorized,
+  security: {
+    bearer: HttpApiSecurity.bearer.pipe(
+      HttpApiSecurity.annotate(OpenApi.Description, "Credit API key: morsel_live_ (morsel_test_ in test mode) + 64 lowercase hex")
+    )
+  }
+}) {}
+
+export const AnalyzeHeaders = Schema.Struct({
+  "idempotency-key": IdempotencyKey,
+  "payment-signature": Schema.optional(
+    Schema.String.annotations({ description: "base64 JSON x402 v2 PaymentPayload; omit for a price challenge or with Bearer credits" })
+  ),
+  authorization: Schema.optional(
+    Schema.String.annotations({ description: "Bearer <API_KEY> for credit funding" })
+  )
+})
+
+export class HealthGroup extends HttpApiGroup.make("health").add(
+  HttpApiEndpoint.get("health", "/health")
+    .addSuccess(Health)
+    .annotate(OpenApi.Summary, "Service version and payment network")
+) {}
+
+export class AnalysisGroup extends HttpApiGroup.make("analysis").add(
+  HttpApiEndpoint.post("analyze", "/v1/analyze")
+    .setHeaders(AnalyzeHeaders)
+    .setPayload(AnalyzeRequest)
+    .addSuccess(AnalysisResult)
+    .addError(InvalidRequest)
+    .addError(Unauthorized)
+    .addError(PaymentRequired)
+    .addError(Conflict)
+    .addError(Gone)
+    .addError(NoFoodDetected)
+    .addError(TooManyRequests)
+    .addError(AnalysisFailed)
+    .addError(ServiceUnavailable)
+    .addError(AnalysisTimeout)
+    .annotate(OpenApi.Summary, "Estimate the nutrition of one food photo")
+    .annotate(
+      OpenApi.Description,
+      "Paid per call with x402 (PAYMENT-SIGNATURE; PAYMENT-RESPONSE on success) or with a Bearer credit key. Nothing is charged unless the analysis succeeds."
+    )
+) {}
+
+export class CreditsGroup extends HttpApiGroup.make("credits")
+  .add(
+    HttpApiEndpoint.get("balance", "/v1/credits/balance")
+      .addSuccess(Balance)
+      .addError(Conflict)
+      .addError(TooManyRequests)
+      .addError(ServiceUnavailable)
+      .annotate(OpenApi.Summary, "Credits remaining on this key")
+  )
+  .add(
+    HttpApiEndpoint.post("checkout", "/v1/credits/checkout")
+      .setPayload(CheckoutRequest)
+      .addSuccess(CheckoutResponse)
+      .addError(InvalidRequest)
+      .addError(Conflict)
+      .addError(TooManyRequests)
+      .addError(ServiceUnavailable)
+      .annotate(OpenApi.Summary, "Create (or recover) a hosted checkout for 500 credits at USD 5.00")
+  )
+  .add(
+    HttpApiEndpoint.post("confirm", "/v1/credits/confirm")
+      .setPayload(ConfirmRequest)
+      .addSuccess(Balance)
+      .addError(InvalidRequest)
+      .addError(Conflict)
+      .addError(TooManyRequests)
+      .addError(ServiceUnavailable)
+      .annotate(OpenApi.Summary, "Verify a paid checkout session and recover the balance")
+  )
+  .add(
+    HttpApiEndpoint.post("checkoutStatus", "/v1/credits/checkout-status")
+      .setPayload(CheckoutStatusRequest)
+      .addSuccess(CheckoutStatus)
+      .addError(InvalidRequest)
+      .addError(NotFound)
+      .addError(TooManyRequests)
+      .addError(ServiceUnavailable)
+      .annotate(OpenApi.Summary, "State of an order; never creates or expires a checkout")
+  )
+  .add(
+    HttpApiEndpoint.post("feedback", "/v1/credits/feedback")
+      .setPayload(FeedbackRequest)
+      .addSuccess(FeedbackReceipt)
+      .addError(InvalidRequest)
+      .addError(NotFound)
+      .addError(Conflict)
+      .addError(TooManyRequests)
+      .addError(ServiceUnavailable)
+      .annotate(OpenApi.Summary, "Rate one completed analysis (card keys only)")
+  )
+  .middleware(CreditKeyAuth) {}
+
+export class MorselApi extends HttpApi.make("morsel")
+  .add(HealthGroup)
+  .add(AnalysisGroup)
+  .add(CreditsGroup)
+  .addError(InvalidRequest)
+  .addError(Forbidden)
+  .addError(PayloadTooLarge)
+  .addError(UnsupportedMediaType)
+  .annotate(OpenApi.Title, "morsel")
+  .annotate(OpenApi.Version, API_VERSION)
+  .annotate(
+    OpenApi.Description,
+    "Food-photo nutrition estimates. Every result is an estimate; model_confidence is uncalibrated. Public beta."
+  ) {}

@@ -1,0 +1,21 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { migrate } from "../../src/db/migrations.ts"
+import { TestDatabase } from "../support/database.ts"
+
+describe("database", () => {
+  it.layer(TestDatabase)("migrations", (it) => {
+    it.effect("creates the schema and is idempotent when applied again", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const again = yield* migrate
+        expect(again).toEqual([])
+        const tables = yield* sql<{ table_name: string }>`
+          SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`
+        expect(tables.map((t) => t.table_name)).toContain("analysis_requests")
+        const [trgm] = yield* sql<{ similarity: number }>`SELECT similarity('chicken breast', 'chicken, breast') AS similarity`
+        expect(trgm!.similarity).toBeGreaterThan(0.5)
+      }))
+  })
+})

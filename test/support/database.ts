@@ -1,0 +1,44 @@
+/** A fresh, migrated database per test file: in-memory PGlite, or a new schema on TEST_DATABASE_URL. */
+import { randomBytes } from "node:crypto"
+import { PgClient } from "@effect/sql-pg"
+import { Reactivity } from "@effect/experimental"
+import { Effect, Layer, Redacted } from "effect"
+import { embedded, layerFor } from "../../src/db/Database.ts"
+
+export const realPostgresUrl = process.env["TEST_DATABASE_URL"]
+
+/** Admin connection to the real server, used to create and drop the per-file schema. */
+const withAdmin = <A, E>(f: (sql: PgClient.PgClient) => Effect.Effect<A, E>) =>
+  Effect.scoped(Effect.flatMap(PgClient.make({ url: Redacted.make(realPostgresUrl ?? ""), maxConnections: 1 }), f)).pipe(
+    Effect.provide(Reactivity.layer),
+    Effect.orDie
+  )
+
+const freshSchema = Effect.acquireRelease(
+  Effect.gen(function* () {
+    const schema = `t_${randomBytes(6).toString("hex")}`
+    yield* withAdmin((sql) => sql.unsafe(`CREATE SCHEMA ${schema}`))
+    return schema
+  }),
+  (schema) => withAdmin((sql) => sql.unsafe(`DROP SCHEMA ${schema} CASCADE`)).pipe(Effect.ignore)
+)
+
+const withSearchPath = (url: string, schema: string) => {
+  const u = new URL(url)
+  u.searchParams.set("options", `-c search_path=${schema},public`)
+  return u.toString()
+}
+
+/** Real PostgreSQL (fresh schema) when TEST_DATABASE_URL is set, otherwise in-memory PGlite. */
+export const TestDatabase = Layer.unwrapScoped(
+  Effect.gen(function* () {
+    if (realPostgresUrl) {
+      const schema = yield* freshSchema
+      return layerFor({ url: Redacted.make(withSearchPath(realPostgresUrl, schema)) })
+    }
+    return layerFor(yield* embedded("memory://"))
+  })
+)
+
+/** For tests that only mean something on a real server (true concurrency across connections). */
+export const describeRealPostgres = realPostgresUrl ? "real PostgreSQL" : undefined
