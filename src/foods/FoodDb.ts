@@ -1,0 +1,28 @@
+/** The seam to the food-composition database: match an English component query to a food record. */
+import { Context, type Effect, type Option } from "effect"
+import type { Nutrition } from "../domain/schemas.ts"
+
+export interface FoodQuery {
+  /** English food-database text from the vision model, e.g. "white rice, cooked". */
+  readonly query: string
+  /** The model's own per-100 g estimate, used as a prior when ranking candidates. */
+  readonly guessPer100g: Nutrition
+}
+
+export interface FoodMatch {
+  /** Record identifier of the source (FDC id, or the SR28 NDB number for SR28 data). */
+  readonly fdcId: string
+  /** The record's description. */
+  readonly name: string
+  readonly per100g: Nutrition
+}
+
+export class FoodDb extends Context.Tag("morsel/FoodDb")<
+  FoodDb,
+  {
+    /** Changes whenever matching behaviour changes; reported in every result. */
+    readonly matcherVersion: string
+    /** None when no record is trustworthy enough; the item then keeps the model's numbers. */
+    readonly match: (query: FoodQuery) => Effect.Effect<Option.Option<FoodMatch>>
+  }
+>() {}
