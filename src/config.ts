@@ -138,7 +138,10 @@ const stripe = Config.all({
 /** Reads and validates every setting; fails with a ConfigError naming the bad variable. */
 export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Effect.gen(function* () {
   const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
-  const port = yield* Config.port("PORT").pipe(Config.withDefault(8787))
+  const port = yield* Config.integer("PORT").pipe(
+    Config.validate({ message: "PORT must be 0 (any free port) to 65535", validation: (n) => n >= 0 && n <= 65535 }),
+    Config.withDefault(8787)
+  )
   const publicBaseUrl = yield* httpUrl("PUBLIC_BASE_URL").pipe(Config.withDefault(`http://${host}:${port}`))
   const stripeSettings = yield* stripe
   return {

@@ -45,5 +45,7 @@ export class Funding extends Context.Tag("morsel/Funding")<
     ) => Effect.Effect<Option.Option<FundingMethod>, Unauthorized | PaymentRequired | InvalidRequest | ServiceUnavailable>
     /** The 402 answer for a request that carries no funding (x402 challenge, or x402 switched off). */
     readonly challenge: Effect.Effect<never, PaymentRequired>
+    /** Give back the reservation of an attempt whose instance vanished mid-analysis; idempotent. */
+    readonly abandon: (requestId: string, kind: FundingKind) => Effect.Effect<void>
   }
 >() {}

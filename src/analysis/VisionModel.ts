@@ -1,5 +1,5 @@
 /** The seam to the vision model: one image in, the model's structured reading of the meal out. */
-import { Context, Data, type Effect } from "effect"
+import { Context, Data, type Effect, Schema } from "effect"
 import type { ImageMime } from "../domain/image.ts"
 import type { Nutrition } from "../domain/schemas.ts"
 
@@ -22,6 +22,50 @@ export interface VisionInput {
   readonly mime: ImageMime
   readonly language: "en" | "lt"
 }
+
+/** Text the model wrote: surrounding whitespace dropped, then at least one character left. */
+const Text = Schema.Trim.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
+
+const Finite = Schema.Number.pipe(Schema.finite())
+
+/** A macronutrient can never exceed the 100 g it is part of. */
+const GramsPer100 = Finite.pipe(Schema.between(0, 100))
+
+/**
+ * The rules a model answer must meet before anything else sees it (CONTRACT.md "Vision model call").
+ * Fields beyond the contract's are ignored, so any OpenAI-compatible server's extra output is harmless.
+ */
+export const ModelItemSchema = Schema.Struct({
+  name: Text,
+  query: Text,
+  estimated_grams: Finite.pipe(Schema.positive()),
+  confidence: Finite.pipe(Schema.between(0, 1)),
+  per_100g: Schema.Struct({
+    kcal: Finite.pipe(Schema.between(0, 900)),
+    protein_g: GramsPer100,
+    carbs_g: GramsPer100,
+    fat_g: GramsPer100
+  })
+})
+
+export const MAX_MODEL_ITEMS = 20
+
+export const ModelAnswerSchema = Schema.Struct({
+  food_detected: Schema.Boolean,
+  // Empty is allowed only for "no food"; the filter below requires a name when food is detected.
+  dish_name: Schema.Trim,
+  items: Schema.Array(ModelItemSchema).pipe(Schema.maxItems(MAX_MODEL_ITEMS))
+}).pipe(
+  Schema.filter((answer) =>
+    !answer.food_detected
+      ? undefined
+      : answer.items.length === 0
+        ? "food_detected is true but items is empty"
+        : answer.dish_name.length === 0
+          ? "food_detected is true but dish_name is empty"
+          : undefined
+  )
+)
 
 /** The model could not give a usable answer. `refusal` failures do not count towards failure_limit. */
 export class VisionFailure extends Data.TaggedError("VisionFailure")<{

@@ -1,0 +1,74 @@
+/** An in-memory Funding for tests and local trials: Bearer `memory_<name>` spends that name's credits. */
+import { Context, Effect, HashMap, Layer, Option, Ref } from "effect"
+import { PaymentRequired, Unauthorized } from "../domain/errors.ts"
+import { Funding, type FundingMethod } from "./Funding.ts"
+
+export interface MemoryLedger {
+  /** Credits available per name; reservations are held apart until committed or released. */
+  readonly balances: Effect.Effect<Readonly<Record<string, number>>>
+  readonly reserved: Effect.Effect<number>
+}
+
+export class FundingMemoryLedger extends Context.Tag("morsel/FundingMemoryLedger")<FundingMemoryLedger, MemoryLedger>() {}
+
+export const fundingMemory = (credits: Readonly<Record<string, number>>) =>
+  Layer.effectContext(
+    Effect.gen(function* () {
+      const balances = yield* Ref.make(HashMap.fromIterable(Object.entries(credits)))
+      const open = yield* Ref.make(HashMap.empty<string, string>())
+
+      const method = (name: string): FundingMethod => ({
+        payer: { kind: "credit", id: `key:${name}` },
+        reserve: (requestId) =>
+          Ref.modify(balances, (map) => {
+            const available = Option.getOrElse(HashMap.get(map, name), () => 0)
+            return available >= 1 ? [true, HashMap.set(map, name, available - 1)] : [false, map]
+          }).pipe(
+            Effect.flatMap((ok) =>
+              ok
+                ? Ref.update(open, HashMap.set(requestId, name))
+                : Effect.fail(new PaymentRequired({ error: { code: "insufficient_credits", message: `no credits left for ${name}` } }))
+            ),
+            Effect.as({
+              commit: Effect.as(Ref.update(open, HashMap.remove(requestId)), { paymentResponse: Option.none() }),
+              release: release(requestId)
+            })
+          ),
+        resume: () => Effect.fail(new PaymentRequired({ error: { code: "payment_required", message: "nothing to resume" } }))
+      })
+
+      const release = (requestId: string) =>
+        Effect.flatMap(
+          Ref.modify(open, (map) => [HashMap.get(map, requestId), HashMap.remove(map, requestId)]),
+          Option.match({
+            onNone: () => Effect.void,
+            onSome: (name) => Ref.update(balances, (map) => HashMap.modify(map, name, (n) => n + 1))
+          })
+        )
+
+      const funding = Funding.of({
+        identify: ({ authorization, paymentSignature }) => {
+          if (Option.isSome(paymentSignature)) {
+            return Effect.fail(new PaymentRequired({ error: { code: "x402_unavailable", message: "x402 is not enabled here" } }))
+          }
+          return Option.match(authorization, {
+            onNone: () => Effect.succeedNone,
+            onSome: (header) => {
+              const name = /^Bearer memory_(\w+)$/.exec(header)?.[1]
+              return name !== undefined && Object.hasOwn(credits, name)
+                ? Effect.succeedSome(method(name))
+                : Effect.fail(new Unauthorized({ error: { code: "invalid_key", message: "unknown API key" } }))
+            }
+          })
+        },
+        challenge: Effect.fail(new PaymentRequired({ error: { code: "payment_required", message: "send a Bearer key" } })),
+        abandon: (requestId) => release(requestId)
+      })
+
+      const ledger: MemoryLedger = {
+        balances: Effect.map(Ref.get(balances), (map) => Object.fromEntries(HashMap.toEntries(map))),
+        reserved: Effect.map(Ref.get(open), HashMap.size)
+      }
+      return Context.make(Funding, funding).pipe(Context.add(FundingMemoryLedger, ledger))
+    })
+  )

@@ -1,0 +1,165 @@
+/** The idempotent lifecycle of analysis requests in PostgreSQL, shared by every instance. */
+import type { SqlError } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { AnalysisResult } from "../domain/schemas.ts"
+import type { FundingKind } from "./Funding.ts"
+
+export const RESULT_RETENTION_MS = 24 * 60 * 60 * 1000
+
+export type Claim =
+  | { readonly _tag: "Started"; readonly requestId: string }
+  | { readonly _tag: "Replay"; readonly requestId: string; readonly result: AnalysisResult; readonly paymentResponse: Option.Option<string> }
+  | { readonly _tag: "Pending"; readonly requestId: string; readonly result: AnalysisResult }
+  | { readonly _tag: "InProgress"; readonly requestId: string }
+  | { readonly _tag: "Conflict"; readonly requestId: string }
+  | { readonly _tag: "Expired"; readonly requestId: string }
+
+export interface ClaimInput {
+  readonly payer: string
+  readonly idempotencyKey: string
+  readonly fingerprint: string
+  readonly funding: FundingKind
+  /** How long a running attempt may hold its key before another instance may take it over. */
+  readonly leaseMs: number
+}
+
+/** An attempt whose instance vanished while it ran; its reservation must be given back. */
+export interface Abandoned {
+  readonly requestId: string
+  readonly funding: FundingKind
+}
+
+interface Row {
+  readonly request_id: string
+  readonly input_fingerprint: string
+  readonly status: "running" | "paid" | "failed" | "payment_pending"
+  readonly result: unknown
+  readonly payment_response: string | null
+  readonly lease_until: Date
+  readonly completed_at: Date | null
+}
+
+const decodeResult = Schema.decodeUnknown(AnalysisResult)
+const encodeResult = Schema.encode(AnalysisResult)
+
+export class RequestStore extends Context.Tag("morsel/RequestStore")<
+  RequestStore,
+  {
+    /** Start an attempt for (payer, key), or say why not: replay, in progress, conflict, expired, pending. */
+    readonly claim: (input: ClaimInput) => Effect.Effect<{ readonly claim: Claim; readonly abandoned: ReadonlyArray<Abandoned> }, SqlError.SqlError>
+    /** The attempt never became one (a limit or the payment refused it): remove it without a trace. */
+    readonly forget: (requestId: string) => Effect.Effect<void, SqlError.SqlError>
+    readonly fail: (requestId: string, code: string, countsAsFailure: boolean) => Effect.Effect<void, SqlError.SqlError>
+    readonly pending: (requestId: string, result: AnalysisResult, paymentResponse: Option.Option<string>) => Effect.Effect<void, SqlError.SqlError>
+    readonly complete: (requestId: string, result: AnalysisResult, paymentResponse: Option.Option<string>) => Effect.Effect<void, SqlError.SqlError>
+    /** Running attempts whose lease ran out are marked failed and returned for their reservations to be released. */
+    readonly abandonStale: Effect.Effect<ReadonlyArray<Abandoned>, SqlError.SqlError>
+  }
+>() {}
+
+export const RequestStoreLive = Layer.effect(
+  RequestStore,
+  Effect.gen(function* () {
+    const sql = yield* PgClient.PgClient
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+    const abandonStaleAt = (at: Date, where: { payer: string; idempotencyKey: string } | undefined) =>
+      sql<{ request_id: string; funding: FundingKind }>`
+        UPDATE analysis_requests SET status = 'failed', failure_code = 'abandoned', completed_at = ${at}
+        WHERE status = 'running' AND lease_until < ${at}
+        ${where ? sql`AND payer = ${where.payer} AND idempotency_key = ${where.idempotencyKey}` : sql``}
+        RETURNING request_id, funding`.pipe(Effect.map((rows) => rows.map((r) => ({ requestId: r.request_id, funding: r.funding }))))
+
+    const purgeExpiredResults = (at: Date) =>
+      sql`
+        UPDATE analysis_requests SET result = NULL
+        WHERE status = 'paid' AND result IS NOT NULL AND completed_at <= ${new Date(at.getTime() - RESULT_RETENTION_MS)}`
+
+    const classify = (row: Row, fingerprint: string, at: Date): Effect.Effect<Claim> =>
+      Effect.gen(function* () {
+        const requestId = row.request_id
+        if (row.input_fingerprint !== fingerprint) return { _tag: "Conflict", requestId } as const
+        switch (row.status) {
+          case "running":
+          case "failed":
+            return { _tag: "InProgress", requestId } as const
+          case "payment_pending":
+            return { _tag: "Pending", requestId, result: yield* Effect.orDie(decodeResult(row.result)) } as const
+          case "paid": {
+            const fresh = row.completed_at !== null && at.getTime() - row.completed_at.getTime() < RESULT_RETENTION_MS
+            if (!fresh || row.result === null) return { _tag: "Expired", requestId } as const
+            return {
+              _tag: "Replay",
+              requestId,
+              result: yield* Effect.orDie(decodeResult(row.result)),
+              paymentResponse: Option.fromNullable(row.payment_response)
+            } as const
+          }
+        }
+      })
+
+    const claim = (input: ClaimInput) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const abandoned = yield* abandonStaleAt(at, { payer: input.payer, idempotencyKey: input.idempotencyKey })
+        // A key names one input for good: even after a failed attempt, another input needs another key.
+        const [latest] = yield* sql<Row>`
+          SELECT * FROM analysis_requests WHERE payer = ${input.payer} AND idempotency_key = ${input.idempotencyKey}
+          ORDER BY (status <> 'failed') DESC, created_at DESC LIMIT 1`
+        if (latest && latest.status !== "failed") return { claim: yield* classify(latest, input.fingerprint, at), abandoned }
+        if (latest && latest.input_fingerprint !== input.fingerprint) {
+          return { claim: { _tag: "Conflict", requestId: latest.request_id } as const, abandoned }
+        }
+        yield* purgeExpiredResults(at)
+        const requestId = crypto.randomUUID()
+        const inserted = yield* sql<{ request_id: string }>`
+          INSERT INTO analysis_requests
+            (request_id, payer, idempotency_key, input_fingerprint, funding, status, lease_until, created_at)
+          VALUES (${requestId}, ${input.payer}, ${input.idempotencyKey}, ${input.fingerprint}, ${input.funding}, 'running',
+                  ${new Date(at.getTime() + input.leaseMs)}, ${at})
+          ON CONFLICT (payer, idempotency_key) WHERE status <> 'failed' DO NOTHING
+          RETURNING request_id`
+        if (inserted.length > 0) return { claim: { _tag: "Started", requestId } as const, abandoned }
+        // Another instance claimed the key between our read and our insert.
+        const [winner] = yield* sql<Row>`
+          SELECT * FROM analysis_requests
+          WHERE payer = ${input.payer} AND idempotency_key = ${input.idempotencyKey} AND status <> 'failed'`
+        return {
+          claim: winner ? yield* classify(winner, input.fingerprint, at) : ({ _tag: "InProgress", requestId } as const),
+          abandoned
+        }
+      })
+
+    const finish = (
+      requestId: string,
+      status: "paid" | "payment_pending",
+      result: AnalysisResult,
+      paymentResponse: Option.Option<string>
+    ) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const encoded = yield* Effect.orDie(encodeResult(result))
+        yield* sql`
+          UPDATE analysis_requests
+          SET status = ${status}, result = ${sql.json(encoded)}, payment_response = ${Option.getOrNull(paymentResponse)},
+              completed_at = ${status === "paid" ? at : null}
+          WHERE request_id = ${requestId} AND status IN ('running', 'payment_pending')`
+      })
+
+    return RequestStore.of({
+      claim,
+      forget: (requestId) => Effect.asVoid(sql`DELETE FROM analysis_requests WHERE request_id = ${requestId} AND status = 'running'`),
+      fail: (requestId, code, countsAsFailure) =>
+        Effect.flatMap(now, (at) =>
+          sql`
+            UPDATE analysis_requests
+            SET status = 'failed', failure_code = ${code}, counts_as_failure = ${countsAsFailure}, result = NULL, completed_at = ${at}
+            WHERE request_id = ${requestId} AND status IN ('running', 'payment_pending')`
+        ).pipe(Effect.asVoid),
+      pending: (requestId, result, paymentResponse) => finish(requestId, "payment_pending", result, paymentResponse),
+      complete: (requestId, result, paymentResponse) => finish(requestId, "paid", result, paymentResponse),
+      abandonStale: Effect.flatMap(now, (at) => abandonStaleAt(at, undefined))
+    })
+  })
+)

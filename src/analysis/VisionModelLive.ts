@@ -1,0 +1,252 @@
+/** The vision model over any OpenAI-compatible Chat Completions server: downscale, ask for strict JSON, validate, retry transient failures. */
+import { Data, Duration, Effect, Layer, Option, ParseResult, Redacted, Schedule, Schema } from "effect"
+import OpenAI from "openai"
+import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions"
+import sharp from "sharp"
+import { AppConfig } from "../config.ts"
+import { type ModelAnswer, ModelAnswerSchema, type VisionInput, VisionFailure, VisionModel } from "./VisionModel.ts"
+
+/** Longest image side the model receives; larger photos cost more tokens and time without better estimates. */
+export const MAX_MODEL_IMAGE_SIDE = 1024
+const JPEG_QUALITY = 85
+const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+const LANGUAGE_NAME: Record<VisionInput["language"], string> = {
+  en: "English",
+  lt: "Lithuanian (lietuvių kalba)"
+}
+
+/** The instruction sent with every photo; kept here, whole, so it can be read and reviewed as one text. */
+export const visionInstruction = (language: VisionInput["language"]): string => {
+  const lang = LANGUAGE_NAME[language]
+  return `You estimate the nutrition of a meal from one photo for a food-logging app. Answer only with JSON that follows the response schema.
+
+Is there food?
+- Set food_detected to true only if the photo shows food or drink that someone is about to eat or drink.
+- Otherwise (no food, only packaging or a menu, an empty plate, a drawing or screen of food) set food_detected to false, dish_name to "" and items to [].
+
+Components (items):
+- List each distinct visible component as its own item, for example rice, grilled chicken, salad leaves, dressing. At most 20 items.
+- Merge a component that appears in several places into one item. Do not list anything that is not eaten.
+- Fat is what is most often misjudged. List visible cooking oil, butter, mayonnaise, dressings, sauces and gravies as their own items with their own grams, even a thin layer, a drizzle or a pool on the plate. Oil absorbed by fried food belongs in that food's per_100g values.
+
+Grams (estimated_grams):
+- The edible weight of the component as served in the photo, in grams, greater than 0.
+- Exclude the plate, bowl, glass, cup, packaging, bones, shells, pits, peel, rind and anything else not eaten.
+- Judge size from what the photo shows: plate and cutlery size, hands, cans, the depth of bowls.
+
+Nutrition (per_100g):
+- Your estimate for 100 g of the edible component as prepared (cooked, fried, dressed): kcal, protein_g, carbs_g, fat_g.
+- kcal is between 0 and 900; each gram value is between 0 and 100.
+
+Food-database query (query):
+- A short English search text for the component as prepared, in the style of USDA FoodData Central descriptions: the food first, then form and preparation, e.g. "rice, white, long-grain, cooked", "chicken breast, roasted", "oil, olive".
+- query is always in English, whatever the answer language.
+
+Confidence (confidence):
+- A number from 0 to 1: how sure you are of both what the component is and its grams. Lower it for hidden, mixed or ambiguous components.
+
+Language:
+- Write dish_name (a short name for the whole meal) and every item name in ${lang}.
+- Only query stays in English.`
+}
+
+const number = (description: string) => ({ type: "number", description }) as const
+
+/**
+ * The strict structured-output schema the model must fill: exactly CONTRACT.md's fields. Bounds are stated
+ * in descriptions, not keywords, because not every OpenAI-compatible server accepts minimum/maxItems in
+ * strict mode; ModelAnswerSchema enforces them.
+ */
+export const ANSWER_JSON_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["food_detected", "dish_name", "items"],
+  properties: {
+    food_detected: { type: "boolean", description: "true only if the photo shows food or drink to be consumed" },
+    dish_name: { type: "string", description: "short name of the whole meal in the requested language; empty when no food" },
+    items: {
+      type: "array",
+      description: "distinct visible edible components, at most 20; empty when no food",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["name", "query", "estimated_grams", "confidence", "per_100g"],
+        properties: {
+          name: { type: "string", description: "component name in the requested language" },
+          query: { type: "string", description: "English food-database search text" },
+          estimated_grams: number("edible grams in the photo, > 0"),
+          confidence: number("0 to 1"),
+          per_100g: {
+            type: "object",
+            additionalProperties: false,
+            required: ["kcal", "protein_g", "carbs_g", "fat_g"],
+            properties: {
+              kcal: number("kcal per 100 g, 0 to 900"),
+              protein_g: number("grams per 100 g, 0 to 100"),
+              carbs_g: number("grams per 100 g, 0 to 100"),
+              fat_g: number("grams per 100 g, 0 to 100")
+            }
+          }
+        }
+      }
+    }
+  }
+} as const
+
+export const ANSWER_SCHEMA_NAME = "meal_estimate"
+
+/**
+ * The photo as the model gets it: turned upright per EXIF, at most 1024 px on the longest side (never
+ * enlarged), re-encoded as JPEG — which also strips metadata such as GPS. PNG transparency becomes white.
+ * If the pixels cannot be decoded, the original (already checked: PNG/JPEG, ≤ 2048 px) goes as it is.
+ */
+export const prepareImage = (input: Pick<VisionInput, "image" | "mime">): Effect.Effect<{ bytes: Uint8Array; mime: string }> =>
+  Effect.tryPromise(() =>
+    sharp(input.image, { failOn: "none" })
+      .autoOrient()
+      .resize({ width: MAX_MODEL_IMAGE_SIDE, height: MAX_MODEL_IMAGE_SIDE, fit: "inside", withoutEnlargement: true })
+      .flatten({ background: "#ffffff" })
+      .jpeg({ quality: JPEG_QUALITY })
+      .toBuffer()
+  ).pipe(
+    Effect.map((bytes): { bytes: Uint8Array; mime: string } => ({ bytes, mime: "image/jpeg" })),
+    Effect.catchAll(() =>
+      Effect.logWarning("could not re-encode the photo for the model; sending it unchanged").pipe(
+        Effect.as({ bytes: input.image, mime: input.mime })
+      )
+    )
+  )
+
+/** A failure worth another attempt: 408, 429, 5xx, connection trouble. */
+class TransientFailure extends Data.TaggedError("TransientFailure")<{ readonly message: string }> {}
+
+const describeApiError = (error: InstanceType<typeof OpenAI.APIError>): string => {
+  // The provider's free-text message can echo part of the key (401), so only its code travels on.
+  const code = typeof error.code === "string" ? ` (${error.code})` : ""
+  return `the vision model provider answered HTTP ${error.status}${code}`
+}
+
+const classify = (error: unknown): TransientFailure | VisionFailure => {
+  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+    return new TransientFailure({ message: "the vision model provider did not answer in time" })
+  }
+  if (error instanceof OpenAI.APIConnectionError || error instanceof OpenAI.APIUserAbortError) {
+    return new TransientFailure({ message: "could not reach the vision model provider" })
+  }
+  if (error instanceof OpenAI.APIError && typeof error.status === "number") {
+    const { status } = error
+    return status === 408 || status === 429 || status >= 500
+      ? new TransientFailure({ message: describeApiError(error) })
+      : new VisionFailure({ reason: "provider_error", message: describeApiError(error) })
+  }
+  return new VisionFailure({ reason: "provider_error", message: "the vision model call failed unexpectedly" })
+}
+
+/**
+ * Backoff between attempts: 250 ms doubling, each delay capped at 4 s, ±20 % jitter, at most 8 retries and
+ * never past the analysis timeout. The caller's own deadline interrupts it sooner (the HTTP call is aborted).
+ */
+export const retrySchedule = (budget: Duration.DurationInput) =>
+  Schedule.exponential("250 millis").pipe(
+    Schedule.union(Schedule.spaced("4 seconds")),
+    Schedule.jittered,
+    Schedule.upTo(budget),
+    Schedule.intersect(Schedule.recurs(8))
+  )
+
+const decodeAnswer = Schema.decodeUnknown(Schema.parseJson(ModelAnswerSchema))
+
+/** Some compatible servers wrap JSON in a Markdown fence even in JSON mode. */
+const unfence = (text: string): string => {
+  const fenced = /^\s*```(?:json)?\s*\n([\s\S]*?)\n\s*```\s*$/.exec(text)
+  return fenced?.[1] ?? text
+}
+
+const invalidAnswer = (message: string) => new VisionFailure({ reason: "invalid_answer", message })
+
+const clip = (text: string, max = 300) => (text.length > max ? `${text.slice(0, max)}…` : text)
+
+/** Turns one completion into a validated answer, a refusal, or an invalid-answer failure. */
+export const readCompletion = (completion: ChatCompletion): Effect.Effect<ModelAnswer, VisionFailure> => {
+  const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined
+  if (choice === undefined) return Effect.fail(invalidAnswer("the model answer held no choices"))
+  const message = choice.message
+  if (typeof message?.refusal === "string" && message.refusal.length > 0) {
+    return Effect.fail(new VisionFailure({ reason: "refusal", message: "the vision model declined to analyse this image" }))
+  }
+  if (choice.finish_reason === "content_filter") {
+    return Effect.fail(new VisionFailure({ reason: "refusal", message: "the vision model provider's content filter stopped the answer" }))
+  }
+  if (choice.finish_reason === "length") return Effect.fail(invalidAnswer("the model answer was cut off before it was complete"))
+  const content = message?.content
+  if (typeof content !== "string" || content.trim().length === 0) return Effect.fail(invalidAnswer("the model answer was empty"))
+  return decodeAnswer(unfence(content)).pipe(
+    Effect.mapError((error) =>
+      invalidAnswer(`the model answer broke the answer rules: ${clip(ParseResult.TreeFormatter.formatErrorSync(error))}`)
+    )
+  )
+}
+
+export const VisionModelLive: Layer.Layer<VisionModel, never, AppConfig> = Layer.effect(
+  VisionModel,
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const { model } = config.openai
+    const budget = Duration.millis(config.analysisTimeoutMs)
+
+    const client = Option.map(
+      config.openai.apiKey,
+      (key) =>
+        new OpenAI({
+          apiKey: Redacted.value(key),
+          baseURL: Option.getOrElse(config.openai.baseUrl, () => OPENAI_DEFAULT_BASE_URL),
+          // Retries are ours (Effect's Clock, interruptible); the SDK's timeout only backs up the caller's deadline.
+          maxRetries: 0,
+          timeout: config.analysisTimeoutMs + 5_000
+        })
+    )
+
+    const analyze = (input: VisionInput): Effect.Effect<ModelAnswer, VisionFailure> =>
+      Option.match(client, {
+        onNone: () =>
+          Effect.fail(new VisionFailure({ reason: "unavailable", message: "no vision model is configured (OPENAI_API_KEY is unset)" })),
+        onSome: (openai) =>
+          Effect.gen(function* () {
+            const image = yield* prepareImage(input)
+            const params: ChatCompletionCreateParamsNonStreaming = {
+              model,
+              messages: [
+                {
+                  role: "user",
+                  content: [
+                    { type: "text", text: visionInstruction(input.language) },
+                    {
+                      type: "image_url",
+                      image_url: { url: `data:${image.mime};base64,${Buffer.from(image.bytes).toString("base64")}` }
+                    }
+                  ]
+                }
+              ],
+              response_format: {
+                type: "json_schema",
+                json_schema: { name: ANSWER_SCHEMA_NAME, strict: true, schema: ANSWER_JSON_SCHEMA }
+              }
+            }
+            const completion = yield* Effect.tryPromise({
+              try: (signal) => openai.chat.completions.create(params, { signal }),
+              catch: classify
+            }).pipe(
+              Effect.tapErrorTag("TransientFailure", (e) =>
+                Effect.logWarning("vision model call failed; retrying if time allows").pipe(Effect.annotateLogs("reason", e.message))
+              ),
+              Effect.retry({ schedule: retrySchedule(budget), while: (e) => e._tag === "TransientFailure" }),
+              Effect.catchTag("TransientFailure", (e) => Effect.fail(new VisionFailure({ reason: "provider_error", message: e.message })))
+            )
+            return yield* readCompletion(completion)
+          }).pipe(Effect.withSpan("VisionModel.analyze", { attributes: { model, language: input.language } }))
+      })
+
+    return VisionModel.of({ model, analyze })
+  })
+)

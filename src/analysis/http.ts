@@ -1,0 +1,149 @@
+/** POST /v1/analyze: validation, funding, idempotency, limits, the analysis itself and payment, in that order. */
+import { createHash } from "node:crypto"
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Either, Option, Schema } from "effect"
+import { AppConfig } from "../config.ts"
+import { AnalysisFailed, Conflict, Gone, InvalidRequest, PayloadTooLarge } from "../domain/errors.ts"
+import { inspectImage } from "../domain/image.ts"
+import { AnalysisResult, type AnalyzeRequest } from "../domain/schemas.ts"
+import { MorselApi } from "../http/Api.ts"
+import { setResponseHeader, withRetryAfter } from "../http/headers.ts"
+import { Limits } from "../limits/Limits.ts"
+import { Analyzer } from "./Analyzer.ts"
+import { Funding, type FundingMethod, type Settled } from "./Funding.ts"
+import { RequestStore } from "./RequestStore.ts"
+
+/** What makes two requests "the same input" (SPEC §4.2 rule 3); the image itself is never stored. */
+export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest) =>
+  createHash("sha256")
+    .update(createHash("sha256").update(image).digest("hex"))
+    .update(`|${request.mime_type}|${request.language}|${request.known_total_grams ?? ""}`)
+    .digest("hex")
+
+const validateResult = Schema.validate(AnalysisResult)
+
+const withPaymentResponse = (settled: Option.Option<string>) =>
+  Option.match(settled, { onNone: () => Effect.void, onSome: (value) => setResponseHeader("payment-response", value) })
+
+export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (handlers) =>
+  Effect.gen(function* () {
+    const settings = yield* AppConfig
+    const funding = yield* Funding
+    const store = yield* RequestStore
+    const limits = yield* Limits
+    const analyzer = yield* Analyzer
+    // A running attempt keeps its key for the whole deadline plus settlement, then another instance may take over.
+    const leaseMs = settings.analysisTimeoutMs + settings.x402.confirmTimeoutMs + 60_000
+
+    const complete = (requestId: string, result: AnalysisResult, settled: Settled) =>
+      store.complete(requestId, result, settled.paymentResponse).pipe(
+        Effect.orDie,
+        Effect.zipRight(withPaymentResponse(settled.paymentResponse)),
+        Effect.as(result)
+      )
+
+    const attempt = (method: FundingMethod, requestId: string, image: Uint8Array, payload: AnalyzeRequest) =>
+      Effect.gen(function* () {
+        const admission = yield* limits.admit(method.payer, requestId).pipe(Effect.tapError(() => Effect.orDie(store.forget(requestId))))
+        const reservation = yield* method.reserve(requestId).pipe(
+          Effect.tapError(() => Effect.orDie(store.forget(requestId))),
+          Effect.onError(() => admission.release)
+        )
+        const giveBack = (code: string, countsAsFailure: boolean) =>
+          Effect.zipRight(reservation.release, Effect.orDie(store.fail(requestId, code, countsAsFailure)))
+        const result = yield* analyzer
+          .run({ requestId, image, mime: payload.mime_type, language: payload.language, knownTotalGrams: payload.known_total_grams })
+          .pipe(
+            Effect.flatMap((result) =>
+              validateResult(result).pipe(
+                Effect.mapError(
+                  () =>
+                    new AnalysisFailed({
+                      error: { code: "analysis_failed", message: "the analysis produced an invalid result", request_id: requestId }
+                    })
+                )
+              )
+            ),
+            Effect.interruptible,
+            Effect.ensuring(admission.release),
+            Effect.onInterrupt(() => giveBack("interrupted", false)),
+            Effect.catchTag("AnalysisRejected", (rejected) =>
+              Effect.zipRight(giveBack(rejected.error.error.code, rejected.countsAsFailure), Effect.fail(rejected.error))
+            ),
+            Effect.tapError((error) => (error._tag === "AnalysisFailed" ? giveBack("invalid_result", true) : Effect.void))
+          )
+        const settled = yield* reservation.commit.pipe(
+          Effect.tapError((error) =>
+            error.error.code === "payment_pending"
+              ? Effect.orDie(store.pending(requestId, result, Option.none()))
+              : giveBack(error.error.code, false)
+          )
+        )
+        return yield* complete(requestId, result, settled)
+      })
+
+    const resume = (method: FundingMethod, requestId: string, result: AnalysisResult) =>
+      method.resume(requestId).pipe(
+        Effect.tapError((error) =>
+          error._tag === "PaymentRequired" ? Effect.orDie(store.fail(requestId, "payment_failed", false)) : Effect.void
+        ),
+        Effect.flatMap((settled) => complete(requestId, result, settled))
+      )
+
+    return handlers.handle(
+      "analyze",
+      ({ headers, payload }) =>
+        Effect.gen(function* () {
+          const inspected = inspectImage(payload.image_base64, payload.mime_type)
+          if (Either.isLeft(inspected)) {
+            const { message, reason } = inspected.left
+            return yield* reason === "image_too_large"
+              ? new PayloadTooLarge({ error: { code: "image_too_large", message } })
+              : new InvalidRequest({ error: { code: reason, message } })
+          }
+          const image = inspected.right.bytes
+          const found = yield* funding.identify({
+            authorization: Option.fromNullable(headers.authorization),
+            paymentSignature: Option.fromNullable(headers["payment-signature"])
+          })
+          if (Option.isNone(found)) return yield* funding.challenge
+          const method = found.value
+          const { abandoned, claim } = yield* store
+            .claim({
+              payer: method.payer.id,
+              idempotencyKey: headers["idempotency-key"],
+              fingerprint: inputFingerprint(image, payload),
+              funding: method.payer.kind,
+              leaseMs
+            })
+            .pipe(Effect.orDie)
+          yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })
+          switch (claim._tag) {
+            case "Replay":
+              return yield* Effect.as(withPaymentResponse(claim.paymentResponse), claim.result)
+            case "InProgress":
+              return yield* new Conflict({
+                error: { code: "in_progress", message: "this request is still running; retry it unchanged", request_id: claim.requestId }
+              })
+            case "Conflict":
+              return yield* new Conflict({
+                error: {
+                  code: "idempotency_conflict",
+                  message: "this Idempotency-Key was used with a different input; recover the original request or use a new key",
+                  request_id: claim.requestId
+                }
+              })
+            case "Expired":
+              return yield* new Gone({
+                error: { code: "result_expired", message: "the 24-hour result recovery window has passed", request_id: claim.requestId }
+              })
+            case "Pending":
+              return yield* resume(method, claim.requestId, claim.result)
+            case "Started":
+              return yield* attempt(method, claim.requestId, image, payload)
+          }
+        }).pipe(withRetryAfter),
+      { uninterruptible: true }
+    )
+  })
+)

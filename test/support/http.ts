@@ -1,0 +1,34 @@
+/** Small fetch helpers for black-box tests against a running server. */
+
+export interface Answer {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: unknown
+  readonly text: string
+}
+
+export const send = async (
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: unknown; rawBody?: string | Uint8Array } = {}
+): Promise<Answer> => {
+  const hasBody = init.body !== undefined || init.rawBody !== undefined
+  const response = await fetch(url, {
+    method: init.method ?? (hasBody ? "POST" : "GET"),
+    headers: { ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
+    ...(hasBody ? { body: init.rawBody ?? JSON.stringify(init.body) } : {})
+  })
+  const text = await response.text()
+  let body: unknown = undefined
+  try {
+    body = JSON.parse(text)
+  } catch {
+    body = undefined
+  }
+  return { status: response.status, headers: response.headers, body, text }
+}
+
+/** `error.code` of an error body, for compact assertions. */
+export const errorCode = (answer: Answer): unknown =>
+  isRecord(answer.body) && isRecord(answer.body["error"]) ? answer.body["error"]["code"] : undefined
+
+export const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null

@@ -1,0 +1,50 @@
+/** Starts the whole HTTP service on a random 127.0.0.1 port, on a fresh test database. */
+import { createServer } from "node:http"
+import { HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import type { SqlClient } from "@effect/sql"
+import type { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, type Scope } from "effect"
+import { AppConfig } from "../../src/config.ts"
+import { AnalysisServices, type LiveDependencies, serveWith } from "../../src/server.ts"
+import { TestDatabase } from "./database.ts"
+
+export type Dependencies = Layer.Layer.Success<typeof LiveDependencies>
+
+export interface TestServer {
+  readonly url: string
+}
+
+/** Settings every test server gets unless the test overrides them. */
+export const baseEnv: Readonly<Record<string, string>> = {
+  HOST: "127.0.0.1",
+  PORT: "0",
+  LOG_LEVEL: "warning"
+}
+
+/** Dependencies built by the test itself (`Layer.succeedContext`) stay inspectable by the test. */
+export const startServer = <E>(options: {
+  readonly env?: Readonly<Record<string, string>>
+  readonly dependencies: Layer.Layer<Dependencies, E, AppConfig | SqlClient.SqlClient | PgClient.PgClient>
+}): Effect.Effect<TestServer, E, Scope.Scope> =>
+  Effect.gen(function* () {
+    const config = AppConfig.fromEnv({ ...baseEnv, ...options.env }).pipe(Layer.orDie)
+    const dependencies = options.dependencies.pipe(Layer.provideMerge(TestDatabase.pipe(Layer.orDie)))
+    const app = serveWith(AnalysisServices.pipe(Layer.provideMerge(dependencies))).pipe(
+      Layer.provideMerge(dependencies),
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }).pipe(Layer.orDie)),
+      Layer.provide(config)
+    )
+    const context = yield* Layer.build(app)
+    const server = Context.get(context, HttpServer.HttpServer)
+    const address = server.address
+    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("test server is not on TCP")
+    return {
+      url: `http://127.0.0.1:${address.port}`
+    }
+  })
+
+/** The running server of a test file, shared by its tests through `it.layer`. */
+export class Server extends Context.Tag("test/Server")<Server, TestServer>() {}
+
+export const serverLayer = <E>(options: Parameters<typeof startServer<E>>[0]) => Layer.scoped(Server, startServer(options))
