@@ -45,7 +45,7 @@ export interface Settings {
   readonly trustedOrigins: ReadonlyArray<string>
   readonly adminToken: Option.Option<Redacted.Redacted>
   readonly limits: Limits
-  readonly logLevel: string
+  readonly logLevel: "all" | "trace" | "debug" | "info" | "warning" | "error" | "fatal" | "none"
   readonly logFormat: "json" | "pretty"
 }
 

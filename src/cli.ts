@@ -1,0 +1,51 @@
+/** The `morsel` command line: serve, migrate, and key generation. */
+import { randomBytes } from "node:crypto"
+import { Command, Options } from "@effect/cli"
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { Console, Effect, Layer, Logger, LogLevel } from "effect"
+import { AppConfig } from "./config.ts"
+import * as Database from "./db/Database.ts"
+import { SERVICE_VERSION } from "./http/health.ts"
+import { ServerLive } from "./server.ts"
+
+const serve = Command.make("serve", {}, () => Layer.launch(ServerLive)).pipe(
+  Command.withDescription("Serve the REST API, the docs and the tool interface (migrations applied first)")
+)
+
+const migrate = Command.make("migrate", {}, () =>
+  Effect.gen(function* () {
+    yield* Console.log("migrations applied")
+  }).pipe(Effect.provide(Database.layer), Effect.provide(AppConfig.layer))
+).pipe(Command.withDescription("Apply database migrations and exit"))
+
+const keyNew = Command.make(
+  "new",
+  { test: Options.boolean("test").pipe(Options.withDescription("a morsel_test_ key for a server in Stripe test mode")) },
+  ({ test }) => Console.log(`morsel_${test ? "test" : "live"}_${randomBytes(32).toString("hex")}`)
+).pipe(Command.withDescription("Generate a new credit API key (kept by you; the server learns it at your first checkout)"))
+
+const key = Command.make("key").pipe(Command.withSubcommands([keyNew]), Command.withDescription("Credit API keys"))
+
+export const morsel = Command.make("morsel").pipe(Command.withSubcommands([serve, migrate, key]))
+
+const run = Command.run(morsel, { name: "morsel", version: SERVICE_VERSION })
+
+const levels = {
+  all: LogLevel.All,
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warning: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None
+} as const
+
+/** LOG_FORMAT and LOG_LEVEL; a bad setting is reported by the command that reads the settings. */
+const logging = Layer.unwrapEffect(
+  Effect.map(AppConfig, (settings) =>
+    Layer.mergeAll(settings.logFormat === "json" ? Logger.json : Logger.pretty, Logger.minimumLogLevel(levels[settings.logLevel]))
+  )
+).pipe(Layer.provide(AppConfig.layer), Layer.orElse(() => Layer.empty))
+
+run(process.argv).pipe(Effect.provide(NodeContext.layer), Effect.provide(logging), NodeRuntime.runMain({ disableErrorReporting: false }))
