@@ -6,6 +6,7 @@ import { Console, Effect, Layer, Logger, LogLevel } from "effect"
 import { AppConfig } from "./config.ts"
 import * as Database from "./db/Database.ts"
 import { SERVICE_VERSION } from "./http/health.ts"
+import { fooddbCommand } from "./foods/cli.ts"
 import { ServerLive } from "./server.ts"
 
 const serve = Command.make("serve", {}, () => Layer.launch(ServerLive)).pipe(
@@ -26,7 +27,9 @@ const keyNew = Command.make(
 
 const key = Command.make("key").pipe(Command.withSubcommands([keyNew]), Command.withDescription("Credit API keys"))
 
-export const morsel = Command.make("morsel").pipe(Command.withSubcommands([serve, migrate, key]))
+const fooddb = fooddbCommand.pipe(Command.provide(Database.layer.pipe(Layer.provide(AppConfig.layer))))
+
+export const morsel = Command.make("morsel").pipe(Command.withSubcommands([serve, migrate, key, fooddb]))
 
 const run = Command.run(morsel, { name: "morsel", version: SERVICE_VERSION })
 

@@ -4,21 +4,25 @@ import { HttpApiScalar, HttpLayerRouter, HttpServerResponse } from "@effect/plat
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { AnalyzerLive } from "./analysis/Analyzer.ts"
+import type { Funding } from "./analysis/Funding.ts"
+import { FundingRouterLive } from "./analysis/FundingRouter.ts"
 import { AnalysisHttpLive } from "./analysis/http.ts"
 import { RequestStoreLive } from "./analysis/RequestStore.ts"
+import type { VisionModel } from "./analysis/VisionModel.ts"
 import { VisionModelLive } from "./analysis/VisionModelLive.ts"
 import { AppConfig } from "./config.ts"
+import { CreditFunding, CreditsApiLive, CreditsRoutes, CreditsServicesLive } from "./credits/layer.ts"
 import * as Database from "./db/Database.ts"
-import { FoodDb } from "./foods/FoodDb.ts"
+import type { FoodDb } from "./foods/FoodDb.ts"
+import { FoodDbLive } from "./foods/FoodDbLive.ts"
 import { MorselApi } from "./http/Api.ts"
 import { HealthHttpLive } from "./http/health.ts"
-import { errorResponse, TransportGuard } from "./http/transport.ts"
-import { CreditKeyAuthUnavailable, CreditsUnavailableLive, FundingUnavailable } from "./http/unavailable.ts"
+import { TransportGuard } from "./http/transport.ts"
+import { x402Unavailable } from "./http/unavailable.ts"
 import { Limits } from "./limits/Limits.ts"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(MorselApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([HealthHttpLive, AnalysisHttpLive, CreditsUnavailableLive]),
-  Layer.provide(CreditKeyAuthUnavailable)
+  Layer.provide([HealthHttpLive, AnalysisHttpLive, CreditsApiLive])
 )
 
 const DocsRoute = HttpApiScalar.layerHttpLayerRouter({ api: MorselApi, path: "/docs" })
@@ -32,30 +36,41 @@ const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>
   )
 )
 
-/** Every route behind the transport guard; needs the feature services below. */
-export const Routes = Layer.mergeAll(ApiRoutes, DocsRoute, NotFoundRoute).pipe(Layer.provide(TransportGuard))
+/** Every route behind the transport guard. */
+export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, DocsRoute, NotFoundRoute).pipe(Layer.provide(TransportGuard))
 
-/** The analysis pipeline on top of its outside dependencies (vision model, food database, funding, limits). */
-export const AnalysisServices = Layer.mergeAll(AnalyzerLive, RequestStoreLive)
+/** The outside dependencies of the analysis, replaceable in tests. */
+export type Dependencies = VisionModel | FoodDb | Funding | Limits
+
+/** The features' own services on PostgreSQL; needs AppConfig and SqlClient. */
+export const FeatureServices = CreditsServicesLive
+
+const FundingLive = FundingRouterLive(
+  Effect.map(CreditFunding, (credits) => ({
+    credit: credits,
+    x402: { identify: () => Effect.fail(x402Unavailable), abandon: () => Effect.void },
+    challenge: Effect.fail(x402Unavailable)
+  }))
+)
 
 /** The outside dependencies as they run in production. */
-const FoodDbLive = Layer.succeed(FoodDb, { matcherVersion: "none", match: () => Effect.succeedNone })
+export const LiveDependencies = Layer.mergeAll(VisionModelLive, FoodDbLive, FundingLive, Limits.unlimited)
 
-export const LiveDependencies = Layer.mergeAll(VisionModelLive, FoodDbLive, FundingUnavailable, Limits.unlimited)
-
-/** Serves Routes with the given services on an HTTP server layer. */
-export const serveWith = <E, R>(services: Layer.Layer<Layer.Layer.Success<typeof AnalysisServices> | Layer.Layer.Success<typeof LiveDependencies>, E, R>) =>
-  HttpLayerRouter.serve(Routes, { disableListenLog: true }).pipe(Layer.provide(services))
+/** Serves Routes with the analysis pipeline on the given dependencies; needs AppConfig, the database and an HTTP server. */
+export const serveWith = <E, R>(dependencies: Layer.Layer<Dependencies, E, R>) =>
+  HttpLayerRouter.serve(Routes, { disableListenLog: true }).pipe(
+    Layer.provide(Layer.mergeAll(AnalyzerLive, RequestStoreLive)),
+    Layer.provide(dependencies),
+    Layer.provide(FeatureServices)
+  )
 
 /** The production server: settings from the environment, the configured database, a real port. */
 export const ServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (settings) =>
-    serveWith(AnalysisServices.pipe(Layer.provideMerge(LiveDependencies))).pipe(
+    serveWith(LiveDependencies).pipe(
       Layer.provide(NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })),
       Layer.provide(Database.layer),
       Layer.tap(() => Effect.logInfo(`morsel listening on http://${settings.host}:${settings.port}`))
     )
   )
 ).pipe(Layer.provide(AppConfig.layer))
-
-export { errorResponse }

@@ -8,7 +8,7 @@ import { CreditKeyAuth, MorselApi } from "./Api.ts"
 const paymentsUnavailable = new ServiceUnavailable({
   error: { code: "payments_unavailable", message: "card credits are not enabled on this server" }
 })
-const x402Unavailable = new PaymentRequired({
+export const x402Unavailable = new PaymentRequired({
   error: { code: "x402_unavailable", message: "per-call x402 payments are not enabled on this server" }
 })
 

@@ -6,10 +6,8 @@ import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../src/config.ts"
-import { AnalysisServices, type LiveDependencies, serveWith } from "../../src/server.ts"
+import { type Dependencies, serveWith } from "../../src/server.ts"
 import { TestDatabase } from "./database.ts"
-
-export type Dependencies = Layer.Layer.Success<typeof LiveDependencies>
 
 export interface TestServer {
   readonly url: string
@@ -23,17 +21,17 @@ export const baseEnv: Readonly<Record<string, string>> = {
 }
 
 /** Dependencies built by the test itself (`Layer.succeedContext`) stay inspectable by the test. */
-export const startServer = <E>(options: {
+export const startServer = (options: {
   readonly env?: Readonly<Record<string, string>>
-  readonly dependencies: Layer.Layer<Dependencies, E, AppConfig | SqlClient.SqlClient | PgClient.PgClient>
-}): Effect.Effect<TestServer, E, Scope.Scope> =>
+  readonly dependencies: Layer.Layer<Dependencies, unknown, AppConfig | SqlClient.SqlClient | PgClient.PgClient>
+}): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const config = AppConfig.fromEnv({ ...baseEnv, ...options.env }).pipe(Layer.orDie)
-    const dependencies = options.dependencies.pipe(Layer.provideMerge(TestDatabase.pipe(Layer.orDie)))
-    const app = serveWith(AnalysisServices.pipe(Layer.provideMerge(dependencies))).pipe(
-      Layer.provideMerge(dependencies),
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }).pipe(Layer.orDie)),
-      Layer.provide(config)
+    const app = serveWith(options.dependencies).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })),
+      Layer.provide(TestDatabase),
+      Layer.provide(config),
+      Layer.orDie
     )
     const context = yield* Layer.build(app)
     const server = Context.get(context, HttpServer.HttpServer)
@@ -47,4 +45,4 @@ export const startServer = <E>(options: {
 /** The running server of a test file, shared by its tests through `it.layer`. */
 export class Server extends Context.Tag("test/Server")<Server, TestServer>() {}
 
-export const serverLayer = <E>(options: Parameters<typeof startServer<E>>[0]) => Layer.scoped(Server, startServer(options))
+export const serverLayer = (options: Parameters<typeof startServer>[0]) => Layer.scoped(Server, startServer(options))

@@ -1,0 +1,35 @@
+/** Chooses how a request is paid: a Bearer key goes to card credits, a PAYMENT-SIGNATURE to x402. */
+import { Effect, Layer, Option } from "effect"
+import { InvalidRequest, type PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
+import { Funding, type FundingKind, type FundingMethod } from "./Funding.ts"
+
+/** One way of paying, as the credits and x402 features implement it. */
+export interface PaymentPath<E> {
+  readonly identify: (headerValue: string) => Effect.Effect<FundingMethod, E>
+  readonly abandon: (requestId: string) => Effect.Effect<void>
+}
+
+export interface PaymentPaths {
+  readonly credit: PaymentPath<Unauthorized | ServiceUnavailable>
+  readonly x402: PaymentPath<PaymentRequired | ServiceUnavailable>
+  /** The 402 answer for a request without funding. */
+  readonly challenge: Effect.Effect<never, PaymentRequired>
+}
+
+const bothSent = new InvalidRequest({
+  error: { code: "invalid_request", message: "send either Authorization (credits) or PAYMENT-SIGNATURE (x402), not both" }
+})
+
+export const fundingRouter = (paths: PaymentPaths) =>
+  Funding.of({
+    identify: ({ authorization, paymentSignature }) => {
+      if (Option.isSome(authorization) && Option.isSome(paymentSignature)) return Effect.fail(bothSent)
+      if (Option.isSome(authorization)) return Effect.asSome(paths.credit.identify(authorization.value))
+      if (Option.isSome(paymentSignature)) return Effect.asSome(paths.x402.identify(paymentSignature.value))
+      return Effect.succeedNone
+    },
+    challenge: paths.challenge,
+    abandon: (requestId: string, kind: FundingKind) => paths[kind].abandon(requestId)
+  })
+
+export const FundingRouterLive = <R, E>(paths: Effect.Effect<PaymentPaths, E, R>) => Layer.effect(Funding, Effect.map(paths, fundingRouter))

@@ -1,0 +1,97 @@
+/** The credit-key side of the analysis Funding seam: identify a Bearer key, reserve one credit, consume or return it. */
+import { Effect, Option, Redacted } from "effect"
+import type { FundingMethod, Reservation } from "../analysis/Funding.ts"
+import { Conflict, PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
+import { invalidKey, orStorageUnavailable } from "./failures.ts"
+import { KeyFingerprints, payerIdOf } from "./keys.ts"
+import { Ledger } from "./Ledger.ts"
+
+/** The key of an `Authorization: Bearer <key>` header value (scheme case-insensitive), or None. */
+export const bearerKey = (authorization: string): Option.Option<Redacted.Redacted<string>> => {
+  const match = /^Bearer +(\S+)\s*$/i.exec(authorization)
+  return match?.[1] === undefined ? Option.none() : Option.some(Redacted.make(match[1]))
+}
+
+const insufficientCredits = (requestId: string) =>
+  new PaymentRequired({
+    error: {
+      code: "insufficient_credits",
+      message: "This key has no credits left; buy a pack with POST /v1/credits/checkout or pay per call with x402.",
+      request_id: requestId
+    }
+  })
+
+const keyPaused = (requestId: string) =>
+  new PaymentRequired({
+    error: {
+      code: "key_paused",
+      message: "This key is paused after a refund or dispute, pending support review; nothing was charged.",
+      request_id: requestId
+    }
+  })
+
+export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credits/CreditFunding", {
+  effect: Effect.gen(function* () {
+    const keys = yield* KeyFingerprints
+    const ledger = yield* Ledger
+
+    const methodFor = (fingerprint: string): FundingMethod => ({
+      payer: { kind: "credit", id: payerIdOf(fingerprint) },
+      reserve: (requestId) =>
+        ledger.reserve(fingerprint, requestId).pipe(
+          Effect.map((held): Reservation => ({
+            commit: ledger.consume(held.reservationId).pipe(
+              Effect.tap((outcome) =>
+                outcome === "already_released"
+                  ? Effect.logWarning("commit after release: the credit stays returned", { request_id: requestId })
+                  : Effect.void
+              ),
+              Effect.as({ paymentResponse: Option.none<string>() }),
+              orStorageUnavailable
+            ),
+            release: ledger.release(held.reservationId).pipe(
+              Effect.asVoid,
+              Effect.catchAll((error) =>
+                Effect.logError("credit release failed; the reservation stays held until abandoned", { request_id: requestId, error })
+              )
+            )
+          })),
+          Effect.catchTags({
+            ReserveRefused: (refused) =>
+              Effect.fail(refused.reason === "key_paused" ? keyPaused(requestId) : insufficientCredits(requestId)),
+            ReservationConflict: () =>
+              Effect.fail(
+                new Conflict({
+                  error: { code: "idempotency_conflict", message: "This request holds a credit of another key.", request_id: requestId }
+                })
+              )
+          }),
+          orStorageUnavailable
+        ),
+      resume: (requestId) =>
+        Effect.fail(
+          new PaymentRequired({
+            error: { code: "payment_required", message: "Credit-funded requests have no pending payment to resume.", request_id: requestId }
+          })
+        )
+    })
+
+    /** A known key of this server's mode → its funding method; anything else → 401 invalid_key. */
+    const identify = (authorization: string): Effect.Effect<FundingMethod, Unauthorized | ServiceUnavailable> =>
+      Effect.gen(function* () {
+        const fingerprint = Option.flatMap(bearerKey(authorization), keys.fingerprint)
+        if (Option.isNone(fingerprint)) return yield* Effect.fail(invalidKey())
+        const account = yield* ledger.account(fingerprint.value)
+        if (Option.isNone(account)) return yield* Effect.fail(invalidKey())
+        return methodFor(fingerprint.value)
+      }).pipe(orStorageUnavailable)
+
+    /** Returns the credit still held by an attempt whose instance vanished mid-analysis; idempotent. */
+    const abandon = (requestId: string): Effect.Effect<void> =>
+      ledger.releaseRequest(requestId).pipe(
+        Effect.catchAll((error) => Effect.logError("releasing an abandoned credit failed", { request_id: requestId, error }))
+      )
+
+    return { identify, abandon }
+  })
+}) {}

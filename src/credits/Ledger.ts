@@ -1,0 +1,232 @@
+/**
+ * The credit ledger: insert-only entries plus one balance row per key, both changed in one transaction.
+ *
+ * Invariants (enforced by migration 0003's constraints and by the conditional updates below):
+ * - For every key, `available` = Σ available_delta and `reserved` = Σ reserved_delta of its entries;
+ *   every write inserts its entry and updates the balance row in the same transaction.
+ * - One grant per order and one reversal per order (partial unique indexes on credit_entries.order_id).
+ * - One reserve entry per reservation, and at most one held-or-consumed reservation per analysis request_id.
+ * - Exactly one consume-or-release per reservation: the `held → consumed|released` update is conditional,
+ *   and a unique index admits only one settlement entry per reservation.
+ * - A reserve only succeeds through `UPDATE … WHERE available >= 1 AND NOT blocked`, so concurrent
+ *   reserves never overdraw; only a reversal may take `available` below zero, and it blocks the key.
+ * - Credits never expire; nothing here runs on a timer.
+ */
+import { randomUUID } from "node:crypto"
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Clock, Data, Effect, Option } from "effect"
+
+/** Credits in one pack bought for USD 5.00. */
+export const PACK_CREDITS: 500 = 500
+
+export interface Account {
+  readonly fingerprint: string
+  readonly available: number
+  readonly reserved: number
+  readonly blocked: boolean
+}
+
+/** What callers may show: `credits_remaining` never goes below zero even when a reversal overdrew the key. */
+export const creditsRemaining = (account: Account): number => Math.max(0, account.available)
+
+export class ReserveRefused extends Data.TaggedError("ReserveRefused")<{
+  readonly reason: "insufficient_credits" | "key_paused" | "unknown_key"
+}> {}
+
+export class ReservationConflict extends Data.TaggedError("ReservationConflict")<{ readonly requestId: string }> {}
+
+export interface HeldReservation {
+  readonly reservationId: string
+  readonly requestId: string
+  readonly fingerprint: string
+  readonly state: "held" | "consumed" | "released"
+}
+
+type SettleOutcome = "settled" | "already_consumed" | "already_released" | "unknown"
+
+const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms)))
+
+export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const account = (fingerprint: string): Effect.Effect<Option.Option<Account>, SqlError.SqlError> =>
+      sql<Account>`
+        SELECT fingerprint, available, reserved, blocked FROM credit_accounts WHERE fingerprint = ${fingerprint}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]))
+      )
+
+    /** Makes the key known (its first checkout); a no-op when it already is. Call inside the order's transaction. */
+    const openAccount = (fingerprint: string) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        yield* sql`
+          INSERT INTO credit_accounts (fingerprint, created_at, updated_at) VALUES (${fingerprint}, ${at}, ${at})
+          ON CONFLICT (fingerprint) DO NOTHING`
+      })
+
+    /** Adds one pack for `orderId` unless that order was granted before; true when this call granted. */
+    const grantInTransaction = (orderId: string, fingerprint: string, at: Date) =>
+      Effect.gen(function* () {
+        const inserted = yield* sql<{ entry_id: string }>`
+          INSERT INTO credit_entries (fingerprint, kind, order_id, available_delta, reserved_delta, created_at)
+          VALUES (${fingerprint}, 'grant', ${orderId}, ${PACK_CREDITS}, 0, ${at})
+          ON CONFLICT (order_id) WHERE kind = 'grant' DO NOTHING
+          RETURNING entry_id`
+        if (inserted.length === 0) return false
+        yield* sql`
+          UPDATE credit_accounts SET available = available + ${PACK_CREDITS}, updated_at = ${at}
+          WHERE fingerprint = ${fingerprint}`
+        return true
+      })
+
+    /** Grants the pack of a verified paid order exactly once and marks the order paid. */
+    const grant = (orderId: string, fingerprint: string) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const granted = yield* grantInTransaction(orderId, fingerprint, at)
+        yield* sql`
+          UPDATE credit_orders SET state = 'paid', updated_at = ${at}
+          WHERE order_id = ${orderId} AND state NOT IN ('paid', 'reversed')`
+        return granted
+      }).pipe(sql.withTransaction)
+
+    /**
+     * Takes back the pack of a refunded or disputed order once and pauses the key. A refund proves a payment,
+     * so an order whose grant had not arrived yet is granted and reversed together (net zero, key paused).
+     */
+    const reverse = (orderId: string, fingerprint: string, reason: string) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        yield* grantInTransaction(orderId, fingerprint, at)
+        const inserted = yield* sql<{ entry_id: string }>`
+          INSERT INTO credit_entries (fingerprint, kind, order_id, available_delta, reserved_delta, created_at)
+          VALUES (${fingerprint}, 'reversal', ${orderId}, ${-PACK_CREDITS}, 0, ${at})
+          ON CONFLICT (order_id) WHERE kind = 'reversal' DO NOTHING
+          RETURNING entry_id`
+        yield* sql`UPDATE credit_orders SET state = 'reversed', updated_at = ${at} WHERE order_id = ${orderId} AND state <> 'reversed'`
+        if (inserted.length === 0) return false
+        yield* sql`
+          UPDATE credit_accounts
+          SET available = available - ${PACK_CREDITS}, blocked = true, blocked_reason = ${reason}, updated_at = ${at}
+          WHERE fingerprint = ${fingerprint}`
+        return true
+      }).pipe(sql.withTransaction)
+
+    const reservationFor = (requestId: string) =>
+      sql<HeldReservation>`
+        SELECT reservation_id AS "reservationId", request_id AS "requestId", fingerprint, state
+        FROM credit_reservations WHERE request_id = ${requestId} AND state IN ('held', 'consumed')`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]))
+      )
+
+    const tryReserve = (fingerprint: string, requestId: string) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const debited = yield* sql<{ fingerprint: string }>`
+          UPDATE credit_accounts SET available = available - 1, reserved = reserved + 1, updated_at = ${at}
+          WHERE fingerprint = ${fingerprint} AND NOT blocked AND available >= 1
+          RETURNING fingerprint`
+        if (debited.length === 0) {
+          const current = yield* account(fingerprint)
+          return yield* new ReserveRefused({
+            reason: Option.match(current, {
+              onNone: () => "unknown_key" as const,
+              onSome: (a) => (a.blocked ? ("key_paused" as const) : ("insufficient_credits" as const))
+            })
+          })
+        }
+        const reservationId = randomUUID()
+        yield* sql`
+          INSERT INTO credit_reservations (reservation_id, request_id, fingerprint, state, created_at)
+          VALUES (${reservationId}, ${requestId}, ${fingerprint}, 'held', ${at})`
+        yield* sql`
+          INSERT INTO credit_entries (fingerprint, kind, reservation_id, available_delta, reserved_delta, created_at)
+          VALUES (${fingerprint}, 'reserve', ${reservationId}, -1, 1, ${at})`
+        return { reservationId, requestId, fingerprint, state: "held" } satisfies HeldReservation
+      }).pipe(sql.withTransaction)
+
+    /**
+     * Holds one credit of `fingerprint` for the analysis `requestId`. Repeating it for a request that already
+     * holds (or consumed) a credit returns that reservation instead of reserving twice.
+     */
+    const reserve = (
+      fingerprint: string,
+      requestId: string
+    ): Effect.Effect<HeldReservation, ReserveRefused | ReservationConflict | SqlError.SqlError> =>
+      Effect.gen(function* () {
+        const existing = yield* reservationFor(requestId)
+        if (Option.isSome(existing)) {
+          if (existing.value.fingerprint !== fingerprint) return yield* new ReservationConflict({ requestId })
+          return existing.value
+        }
+        return yield* tryReserve(fingerprint, requestId).pipe(
+          // A concurrent reserve for the same request won the unique index: answer with its reservation.
+          Effect.catchIf(isUniqueViolation, (error) =>
+            Effect.gen(function* () {
+              const winner = yield* reservationFor(requestId)
+              if (Option.isNone(winner)) return yield* Effect.fail(error)
+              if (winner.value.fingerprint !== fingerprint) return yield* new ReservationConflict({ requestId })
+              return winner.value
+            }))
+        )
+      })
+
+    const settle = (reservationId: string, to: "consumed" | "released"): Effect.Effect<SettleOutcome, SqlError.SqlError> =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const moved = yield* sql<{ fingerprint: string }>`
+          UPDATE credit_reservations SET state = ${to}, settled_at = ${at}
+          WHERE reservation_id = ${reservationId} AND state = 'held'
+          RETURNING fingerprint`
+        const row = moved[0]
+        if (row === undefined) {
+          const current = yield* sql<{ state: string }>`SELECT state FROM credit_reservations WHERE reservation_id = ${reservationId}`
+          const state = current[0]?.state
+          return state === "consumed" ? "already_consumed" : state === "released" ? "already_released" : "unknown"
+        }
+        if (to === "consumed") {
+          yield* sql`
+            INSERT INTO credit_entries (fingerprint, kind, reservation_id, available_delta, reserved_delta, created_at)
+            VALUES (${row.fingerprint}, 'consume', ${reservationId}, 0, -1, ${at})`
+          yield* sql`UPDATE credit_accounts SET reserved = reserved - 1, updated_at = ${at} WHERE fingerprint = ${row.fingerprint}`
+        } else {
+          yield* sql`
+            INSERT INTO credit_entries (fingerprint, kind, reservation_id, available_delta, reserved_delta, created_at)
+            VALUES (${row.fingerprint}, 'release', ${reservationId}, 1, -1, ${at})`
+          yield* sql`
+            UPDATE credit_accounts SET available = available + 1, reserved = reserved - 1, updated_at = ${at}
+            WHERE fingerprint = ${row.fingerprint}`
+        }
+        return "settled" as const
+      }).pipe(sql.withTransaction)
+
+    /** Releases whatever credit the analysis `requestId` still holds (an attempt abandoned mid-analysis). */
+    const releaseRequest = (requestId: string) =>
+      Effect.gen(function* () {
+        const held = yield* sql<{ reservation_id: string }>`
+          SELECT reservation_id FROM credit_reservations WHERE request_id = ${requestId} AND state = 'held'`
+        for (const r of held) yield* settle(r.reservation_id, "released")
+      })
+
+    return {
+      account,
+      openAccount,
+      grant,
+      reverse,
+      reserve,
+      /** Consumes a held credit; idempotent (a second call, or one after release, changes nothing). */
+      consume: (reservationId: string) => settle(reservationId, "consumed"),
+      /** Returns a held credit; idempotent (a second call, or one after consume, changes nothing). */
+      release: (reservationId: string) => settle(reservationId, "released"),
+      releaseRequest
+    }
+  })
+}) {}
+
+/** PostgreSQL unique_violation (23505), as surfaced by @effect/sql-pg. */
+export const isUniqueViolation = (error: unknown): boolean => {
+  if (typeof error !== "object" || error === null || !("cause" in error)) return false
+  const cause = error.cause
+  return typeof cause === "object" && cause !== null && "code" in cause && cause.code === "23505"
+}

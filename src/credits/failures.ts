@@ -1,0 +1,46 @@
+/** The public errors the credits feature answers with, built in one place so codes and messages stay consistent. */
+import { SqlError } from "@effect/sql"
+import { Effect } from "effect"
+import { Conflict, NotFound, ServiceUnavailable, TooManyRequests, Unauthorized } from "../domain/errors.ts"
+import type { ProcessorError } from "./Processor.ts"
+
+export const invalidKey = () =>
+  new Unauthorized({
+    error: { code: "invalid_key", message: "Unknown API key, or a key of the other mode. A key becomes known at its first checkout." }
+  })
+
+export const paymentsUnavailable = () =>
+  new ServiceUnavailable({
+    error: { code: "payments_unavailable", message: "Card payments are not configured on this server." }
+  })
+
+export const storageUnavailable = () =>
+  new ServiceUnavailable({ error: { code: "storage_unavailable", message: "Storage is unavailable; retry the same request." } })
+
+export const processorUnavailable = () =>
+  new ServiceUnavailable({
+    error: { code: "processor_unavailable", message: "The card processor is unavailable; retry the same order or session." }
+  })
+
+export const orderConflict = (message: string) => new Conflict({ error: { code: "order_conflict", message } })
+
+export const paymentUnconfirmed = (message: string) => new Conflict({ error: { code: "payment_unconfirmed", message } })
+
+export const orderNotFound = () =>
+  new NotFound({ error: { code: "order_not_found", message: "No order with this order_id belongs to this key." } })
+
+export const feedbackLimited = (message: string) => new TooManyRequests({ error: { code: "feedback_limited", message } })
+
+/** Database failures become 503 storage_unavailable; the cause is logged, never sent. */
+export const orStorageUnavailable = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.catchIf(
+    effect,
+    (e): e is Extract<E, SqlError.SqlError> => e instanceof SqlError.SqlError,
+    (e) => Effect.logError("credits storage failure", e).pipe(Effect.zipRight(Effect.fail(storageUnavailable())))
+  )
+
+/** Processor failures other than the ones a caller handles become 503 processor_unavailable. */
+export const processorFailure = (error: ProcessorError) =>
+  Effect.logWarning("card processor call failed", { kind: error.kind, message: error.message }).pipe(
+    Effect.zipRight(Effect.fail(processorUnavailable()))
+  )

@@ -1,0 +1,138 @@
+/** HTTP handlers of the credits group (SPEC §4.3–4.7) and the Bearer key middleware. */
+import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { AppConfig } from "../config.ts"
+import { InvalidRequest } from "../domain/errors.ts"
+import { CreditKey, CreditKeyAuth, MorselApi } from "../http/Api.ts"
+import { Checkout } from "./Checkout.ts"
+import { feedbackLimited, invalidKey, orStorageUnavailable, paymentsUnavailable } from "./failures.ts"
+import { Feedback } from "./Feedback.ts"
+import { KeyFingerprints, parseCreditKey } from "./keys.ts"
+import { type Account, creditsRemaining, Ledger, PACK_CREDITS } from "./Ledger.ts"
+
+/** Retry-After for 503 answers of an unavailable dependency (CONTRACT: a small number of seconds). */
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 5
+
+const setRetryAfter = (seconds: number) =>
+  HttpApp.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(seconds)))
+  )
+
+const withUnavailableRetryAfter = <A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.tapError(effect, (error) => (error._tag === "ServiceUnavailable" ? setRetryAfter(UNAVAILABLE_RETRY_AFTER_SECONDS) : Effect.void))
+
+/** The Bearer middleware: a well-formed key of this server's mode passes; whether it is known is the handler's call. */
+export const CreditKeyAuthLive = Layer.effect(
+  CreditKeyAuth,
+  Effect.map(AppConfig, (config) =>
+    CreditKeyAuth.of({
+      bearer: (token) =>
+        Option.isSome(parseCreditKey(Redacted.value(token), config.testMode))
+          ? Effect.succeed(Redacted.make(Redacted.value(token)))
+          : Effect.fail(invalidKey())
+    })
+  )
+)
+
+export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handlers) =>
+  Effect.gen(function* () {
+    const keys = yield* KeyFingerprints
+    const ledger = yield* Ledger
+    const checkout = yield* Checkout
+    const feedback = yield* Feedback
+    const config = yield* AppConfig
+
+    const fingerprint = Effect.flatMap(CreditKey, (key) =>
+      Option.match(keys.fingerprint(key), { onNone: () => Effect.fail(invalidKey()), onSome: Effect.succeed })
+    )
+
+    /** The caller's account; 401 invalid_key until the key's first checkout. */
+    const knownAccount = Effect.gen(function* () {
+      const fp = yield* fingerprint
+      const account = yield* orStorageUnavailable(ledger.account(fp))
+      return yield* Option.match(account, { onNone: () => Effect.fail(invalidKey()), onSome: Effect.succeed })
+    })
+
+    const balanceOf = (account: Account) => ({
+      credits_remaining: creditsRemaining(account),
+      blocked: account.blocked,
+      test_mode: config.testMode
+    })
+
+    const requirePayments = Option.isSome(config.stripe) ? Effect.void : Effect.fail(paymentsUnavailable())
+
+    return handlers
+      .handle("balance", () => knownAccount.pipe(Effect.map(balanceOf), withUnavailableRetryAfter))
+      .handle("checkout", ({ payload }) =>
+        Effect.gen(function* () {
+          yield* requirePayments
+          const fp = yield* fingerprint
+          const result = yield* checkout.checkout(fp, payload.order_id, Option.fromNullable(payload.context))
+          return result._tag === "Completed"
+            ? { order_id: result.orderId, state: result.state, credits: PACK_CREDITS, amount_usd: "5.00" as const }
+            : {
+                order_id: result.orderId,
+                checkout_url: result.checkoutUrl,
+                session_id: result.sessionId,
+                credits: PACK_CREDITS,
+                amount_usd: "5.00" as const
+              }
+        }).pipe(withUnavailableRetryAfter)
+      )
+      .handle("confirm", ({ payload }) =>
+        Effect.gen(function* () {
+          yield* requirePayments
+          const sessionPrefix = config.testMode ? "cs_test_" : "cs_live_"
+          if (!payload.session_id.startsWith(sessionPrefix)) {
+            return yield* Effect.fail(
+              new InvalidRequest({
+                error: { code: "wrong_mode", message: `This server accepts ${sessionPrefix} sessions only.` }
+              })
+            )
+          }
+          const account = yield* knownAccount
+          yield* checkout.confirm(account.fingerprint, payload.session_id)
+          const after = yield* orStorageUnavailable(ledger.account(account.fingerprint))
+          return balanceOf(Option.getOrElse(after, () => account))
+        }).pipe(withUnavailableRetryAfter)
+      )
+      .handle("checkoutStatus", ({ payload }) =>
+        Effect.gen(function* () {
+          yield* requirePayments
+          const account = yield* knownAccount
+          const view = yield* checkout.status(account.fingerprint, payload.order_id)
+          const after = yield* orStorageUnavailable(ledger.account(account.fingerprint))
+          return {
+            order_id: view.orderId,
+            state: view.state,
+            ...balanceOf(Option.getOrElse(after, () => account)),
+            ...Option.match(view.checkoutUrl, { onNone: () => ({}), onSome: (url) => ({ checkout_url: url }) })
+          }
+        }).pipe(withUnavailableRetryAfter)
+      )
+      .handle("feedback", ({ payload }) =>
+        Effect.gen(function* () {
+          const account = yield* knownAccount
+          const receipt = yield* feedback
+            .submit(account.fingerprint, { requestId: payload.request_id, category: payload.category, note: payload.note })
+            .pipe(
+              Effect.catchTag("FeedbackLimited", (limited) =>
+                setRetryAfter(limited.retryAfterSeconds).pipe(
+                  Effect.zipRight(
+                    Effect.fail(
+                      feedbackLimited(
+                        limited.scope === "key"
+                          ? "This key reached its feedback limit for the past 24 hours; respect Retry-After."
+                          : "The service reached its feedback limit for the past 24 hours; respect Retry-After."
+                      )
+                    )
+                  )
+                )
+              ),
+              orStorageUnavailable
+            )
+          return { recorded: true as const, duplicate: receipt.duplicate, request_id: payload.request_id }
+        }).pipe(withUnavailableRetryAfter)
+      )
+  })
+)

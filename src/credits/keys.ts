@@ -1,0 +1,56 @@
+/** Credit API keys: format and mode checks, the keyed fingerprint the server stores instead of a key. */
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Redacted } from "effect"
+import { AppConfig } from "../config.ts"
+
+/** `morsel_live_` in live mode, `morsel_test_` in test mode; never both on one server. */
+export const keyPrefix = (testMode: boolean) => (testMode ? "morsel_test_" : "morsel_live_")
+
+const KEY_BODY = /^[0-9a-f]{64}$/
+
+/** The key if it has this server's mode prefix and 64 lowercase hex characters; anything else is None. */
+export const parseCreditKey = (raw: string, testMode: boolean): Option.Option<string> => {
+  const prefix = keyPrefix(testMode)
+  return raw.length === prefix.length + 64 && raw.startsWith(prefix) && KEY_BODY.test(raw.slice(prefix.length))
+    ? Option.some(raw)
+    : Option.none()
+}
+
+/** A fresh client-side key (32 random bytes), as `morsel key new` prints it. */
+export const newCreditKey = (testMode: boolean): string => keyPrefix(testMode) + randomBytes(32).toString("hex")
+
+/** The payer identifier of a credit key in analysis requests and limits: `key:<fingerprint>`. */
+export const payerIdOf = (fingerprint: string): string => `key:${fingerprint}`
+
+/** Constant-time equality of two fingerprints (or any two hex strings). */
+export const sameFingerprint = (a: string, b: string): boolean => {
+  const left = Buffer.from(a, "utf8")
+  const right = Buffer.from(b, "utf8")
+  return left.length === right.length && timingSafeEqual(left, right)
+}
+
+/** Name of the per-database HMAC secret row that migration 0003 creates from Node's CSPRNG. */
+export const FINGERPRINT_SECRET = "key_fingerprint"
+
+/**
+ * Computes `HMAC-SHA-256(secret, key)` as hex. The secret is a per-database random row, so a copy of the
+ * fingerprints alone cannot be matched against keys seen elsewhere.
+ */
+export class KeyFingerprints extends Effect.Service<KeyFingerprints>()("morsel/credits/KeyFingerprints", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* AppConfig
+    const rows = yield* sql<{ secret: Uint8Array }>`SELECT secret FROM credit_secrets WHERE name = ${FINGERPRINT_SECRET}`
+    const row = rows[0]
+    if (row === undefined) return yield* Effect.dieMessage("credit_secrets has no key_fingerprint row; run the migrations")
+    const secret = Buffer.from(row.secret)
+    const fingerprintOf = (key: string) => createHmac("sha256", secret).update(key, "utf8").digest("hex")
+    return {
+      testMode: config.testMode,
+      /** The fingerprint of a well-formed key of this server's mode; None for anything else. */
+      fingerprint: (key: Redacted.Redacted<string>): Option.Option<string> =>
+        Option.map(parseCreditKey(Redacted.value(key), config.testMode), fingerprintOf)
+    }
+  })
+}) {}

@@ -1,0 +1,84 @@
+/** Layers of the FoodDb seam: the live one (warm index loaded from PostgreSQL, optional FDC API), in-memory and empty ones. */
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect, Layer, Option, Ref, Schedule } from "effect"
+import { AppConfig } from "../config.ts"
+import { FDC_API_BASE, type FdcApiSettings, makeFdcSearch } from "./fdcApi.ts"
+import { FoodDb, type FoodQuery } from "./FoodDb.ts"
+import { buildIndex, type FoodIndex, MATCHER_VERSION, matchIn } from "./matcher.ts"
+import type { FoodRecord } from "./records.ts"
+import { latestImport, loadRecords } from "./repository.ts"
+
+/** How often a running server checks whether another process imported foods (then it reloads its index). */
+export const FOOD_INDEX_REFRESH = Duration.seconds(30)
+
+/** A FoodDb over a fixed set of records (tests, tools). */
+export const FoodDbMemory = (records: ReadonlyArray<FoodRecord>) =>
+  Layer.sync(FoodDb, () => {
+    const index = buildIndex(records)
+    return { matcherVersion: MATCHER_VERSION, match: (query: FoodQuery) => Effect.sync(() => matchIn(index, query)) }
+  })
+
+/** A FoodDb that never matches: every item keeps the model's numbers (`nutrition_source: "ai"`). */
+export const FoodDbEmpty = Layer.succeed(FoodDb, {
+  matcherVersion: `${MATCHER_VERSION}+empty`,
+  match: () => Effect.succeed(Option.none())
+})
+
+export interface FoodDbLiveOptions {
+  /** The live FoodData Central API for queries the local records cannot answer. */
+  readonly fdcApi?: FdcApiSettings
+  readonly refresh?: Duration.DurationInput
+}
+
+/** The live FoodDb with explicit options: index loaded at start, reloaded when a newer import is seen. */
+export const makeFoodDbLive = (options: FoodDbLiveOptions = {}) =>
+  Layer.scoped(
+    FoodDb,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const load = Effect.gen(function* () {
+        const importId = yield* latestImport
+        const records = yield* loadRecords()
+        return { importId, index: buildIndex(records) }
+      }).pipe(Effect.withSpan("foods.loadIndex"))
+      const state = yield* Ref.make<{ importId: string | undefined; index: FoodIndex }>(yield* load)
+      yield* Effect.logInfo("food index ready").pipe(Effect.annotateLogs({ foods: (yield* Ref.get(state)).index.size }))
+
+      const refresh = Effect.gen(function* () {
+        const current = yield* Ref.get(state)
+        if ((yield* latestImport) === current.importId) return
+        const next = yield* load
+        yield* Ref.set(state, next)
+        yield* Effect.logInfo("food index reloaded after an import").pipe(Effect.annotateLogs({ foods: next.index.size }))
+      }).pipe(
+        Effect.catchAll((error) => Effect.logWarning("food index refresh failed; keeping the current index").pipe(Effect.annotateLogs({ error: String(error) }))),
+        Effect.provideService(SqlClient.SqlClient, sql)
+      )
+      yield* refresh.pipe(Effect.repeat(Schedule.spaced(options.refresh ?? FOOD_INDEX_REFRESH)), Effect.forkScoped)
+
+      const api = options.fdcApi === undefined ? undefined : yield* makeFdcSearch(options.fdcApi)
+      const matchLocal = (query: FoodQuery) => Effect.map(Ref.get(state), ({ index }) => matchIn(index, query))
+      const match =
+        api === undefined
+          ? matchLocal
+          : (query: FoodQuery) =>
+              Effect.flatMap(matchLocal(query), (local) =>
+                Option.isSome(local)
+                  ? Effect.succeed(local)
+                  : api.search(query.query).pipe(
+                      Effect.map(
+                        Option.flatMap((records) => (records.length === 0 ? Option.none() : matchIn(buildIndex(records), query)))
+                      ),
+                      Effect.provideService(SqlClient.SqlClient, sql)
+                    )
+              )
+      return { matcherVersion: api === undefined ? MATCHER_VERSION : `${MATCHER_VERSION}+fdc-api`, match }
+    })
+  )
+
+/** The live FoodDb as the server uses it: the FoodData Central API is on when FDC_API_KEY is set. */
+export const FoodDbLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (settings) =>
+    makeFoodDbLive(Option.isSome(settings.fdcApiKey) ? { fdcApi: { apiKey: settings.fdcApiKey.value, baseUrl: FDC_API_BASE } } : {})
+  )
+)

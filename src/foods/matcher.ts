@@ -1,0 +1,415 @@
+/** The in-memory matcher: candidate generation over an inverted word index (with trigram spelling repair), then re-ranking. */
+import { Option } from "effect"
+import type { Nutrition } from "../domain/schemas.ts"
+import type { FoodMatch, FoodQuery } from "./FoodDb.ts"
+import type { FoodRecord } from "./records.ts"
+import { descriptionAsides, descriptionSegments, type QueryTerm, queryTerms, type StateWord, stateOf, trigrams } from "./text.ts"
+
+/** Reported in every result; bump it whenever ranking, vocabulary or thresholds change. */
+export const MATCHER_VERSION = "usda-match-1"
+
+interface IndexedFood {
+  readonly record: FoodRecord
+  readonly tokens: ReadonlySet<string>
+  readonly head: ReadonlySet<string>
+  /** The last word of the head segment: "Salad dressing, caesar" is a dressing, not a salad. */
+  readonly headNoun: string | undefined
+  readonly states: ReadonlySet<StateWord>
+  /** Sum of the idf of the record's content words: what a query leaves unexplained is penalised. */
+  readonly contentWeight: number
+  /** The same for the head segment ("Carrot juice" is not carrots): words there weigh more. */
+  readonly headWeight: number
+  /** Generic-over-branded and food-group prior, independent of the query. */
+  readonly prior: number
+  readonly cookedByDefault: boolean
+  readonly dietVariant: boolean
+  /** Fried, breaded or battered (French fries excepted: "fried" is their name). */
+  readonly fried: boolean
+  readonly babyFood: boolean
+  readonly energyShares: readonly [number, number, number] | undefined
+}
+
+export interface FoodIndex {
+  readonly size: number
+  readonly foods: ReadonlyArray<IndexedFood>
+  readonly postings: ReadonlyMap<string, ReadonlyArray<number>>
+  readonly idf: ReadonlyMap<string, number>
+  readonly trigramPostings: ReadonlyMap<string, ReadonlyArray<string>>
+  readonly maxIdf: number
+}
+
+const DRY_FORMS: ReadonlySet<StateWord> = new Set(["dry", "dried", "dehydrated", "powder", "concentrate"])
+const RAWISH: ReadonlySet<StateWord> = new Set(["raw", "uncooked", "unprepared"])
+const NOT_COOKING: ReadonlySet<StateWord> = new Set([...DRY_FORMS, ...RAWISH, "canned", "frozen", "smoked"])
+const FRIED: ReadonlySet<StateWord> = new Set(["fried", "panfried"])
+
+/** Which record states satisfy a preparation the query names, best first. */
+const EQUIVALENT: Partial<Record<StateWord, ReadonlyArray<StateWord>>> = {
+  boiled: ["boiled", "cooked", "moistheat", "simmered", "stewed", "steamed", "poached"],
+  steamed: ["steamed", "boiled", "cooked", "moistheat"],
+  grilled: ["grilled", "broiled", "roasted", "dryheat", "baked"],
+  broiled: ["broiled", "grilled", "roasted", "dryheat", "baked"],
+  roasted: ["roasted", "baked", "dryheat", "broiled", "grilled"],
+  baked: ["baked", "roasted", "dryheat", "broiled", "heated"],
+  fried: ["fried", "panfried"],
+  panfried: ["panfried", "fried"],
+  braised: ["braised", "stewed", "simmered", "moistheat"],
+  stewed: ["stewed", "braised", "simmered", "moistheat", "boiled"],
+  simmered: ["simmered", "stewed", "braised", "moistheat", "boiled"],
+  poached: ["poached", "moistheat", "boiled"],
+  scrambled: ["scrambled"],
+  hardboiled: ["hardboiled", "boiled"],
+  softboiled: ["softboiled", "poached", "hardboiled"],
+  microwaved: ["microwaved", "cooked", "heated"],
+  heated: ["heated", "baked", "cooked", "microwaved"],
+  toasted: ["toasted"],
+  dryheat: ["dryheat", "roasted", "baked", "broiled", "grilled"],
+  moistheat: ["moistheat", "boiled", "braised", "stewed", "simmered"]
+}
+
+/** Food groups whose foods are eaten cooked: with no preparation named, a raw record is unlikely. */
+const COOKED_GROUPS = new Set([
+  "Poultry Products",
+  "Beef Products",
+  "Pork Products",
+  "Lamb, Veal, and Game Products",
+  "Finfish and Shellfish Products",
+  "Cereal Grains and Pasta",
+  "Legumes and Legume Products",
+  "Sausages and Luncheon Meats"
+])
+
+const GROUP_PRIOR = new Map([
+  ["Fast Foods", -0.3],
+  ["Restaurant Foods", -0.1],
+  ["American Indian/Alaska Native Foods", -1.5]
+])
+
+/** Category words USDA puts before the food itself ("Fast foods, hamburger", "Beverages, coffee"). */
+const CATEGORY_WORDS = new Set(
+  "fast food restaurant beverage alcoholic snack candy cereal spice fish crustacean mollusk nut seed italian chinese mexican latino japanese family style".split(" ")
+)
+
+/** Special-diet variants: a plain query means the ordinary food. */
+const DIET_VARIANT = /\b(?:reduced[ -]fat|low[ -]?fat|fat[ -]free|nonfat|light|lite|reduced[ -](?:sodium|calorie|sugar)|low[ -](?:sodium|calorie|carb)|sugar[ -]free|no sugar added|diet|imitation|lactose[ -]reduced|gluten[ -]free)\b/
+
+/** Records that describe the usual, averaged food rather than one variety. */
+const GENERIC_AVERAGE = /\b(?:all commercial varieties|year round average|all types|mixed species|all grades|all varieties|nfs)\b/
+
+/** SR28 writes brand names in capitals ("KRAFT", "McDONALD'S"). */
+const BRAND_WORD = /\b(?!USDA\b|NFS\b|UPC\b)[A-Z]{2,}[A-Z'&.-]*\b/
+
+const energyShares = (n: Nutrition): readonly [number, number, number] | undefined => {
+  const p = 4 * n.protein_g
+  const c = 4 * n.carbs_g
+  const f = 9 * n.fat_g
+  const total = p + c + f
+  return total > 0 ? [p / total, c / total, f / total] : undefined
+}
+
+/** Qualifiers that do not make a record a different food; a query need not mention them. */
+const NEUTRAL = new Set(
+  "with without salt added gram ounce oz per cup enriched unenriched drained regular all commercial commercially variety type grade includes include mature seed solid liquid fluid year round average ns nfs as to form usda vitamin fortified not or and by from".split(
+    " "
+  )
+)
+
+/** SR28 sometimes files procurement notes as common names; they are not names of the food. */
+const usefulCommonNames = (names: string | null) => (names === null || /^includes usda/i.test(names) ? [] : descriptionSegments(names).flat())
+
+const indexFood = (
+  record: FoodRecord
+): Omit<IndexedFood, "contentWeight" | "headWeight"> & { contentTokens: ReadonlyArray<string>; headTokens: ReadonlyArray<string> } => {
+  const segments = descriptionSegments(record.description)
+  const tokens = new Set<string>(descriptionAsides(record.description).filter((t) => stateOf(t) === undefined))
+  const states = new Set<StateWord>()
+  const contentTokens = new Set<string>()
+  for (const token of segments.flat()) {
+    const state = stateOf(token)
+    if (state !== undefined) states.add(state)
+    else {
+      tokens.add(token)
+      if (!NEUTRAL.has(token) && !/^[0-9%]+$/.test(token)) contentTokens.add(token)
+    }
+  }
+  for (const token of usefulCommonNames(record.commonNames)) if (stateOf(token) === undefined) tokens.add(token)
+  const headSegment = segments.find((segment) => segment.some((t) => !CATEGORY_WORDS.has(t))) ?? []
+  const head = new Set(headSegment.filter((t) => stateOf(t) === undefined && !CATEGORY_WORDS.has(t)))
+  const headNouns = [...head].filter((t) => !NEUTRAL.has(t))
+  const branded = record.manufacturer !== null || BRAND_WORD.test(record.description)
+  const description = record.description.toLowerCase()
+  let prior = (GROUP_PRIOR.get(record.foodGroup ?? "") ?? 0) + (branded ? -1.2 : 0) + (record.surveyed ? 0.3 : 0)
+  if (description.startsWith("school lunch")) prior -= 1
+  if (description.startsWith("usda commodity")) prior -= 0.6
+  if (/\brestaurant\b/.test(description) && record.foodGroup !== "Restaurant Foods") prior -= 0.3
+  if (GENERIC_AVERAGE.test(description)) prior += 0.25
+  return {
+    record,
+    tokens,
+    contentTokens: [...contentTokens],
+    headTokens: [...head].filter((t) => !NEUTRAL.has(t) && !/^[0-9%]+$/.test(t)),
+    dietVariant: DIET_VARIANT.test(description),
+    fried: /\b(?:fried|breaded|batter)/.test(description.replace(/french fried/g, "")),
+    head,
+    headNoun: headNouns[headNouns.length - 1],
+    states,
+    prior,
+    cookedByDefault: COOKED_GROUPS.has(record.foodGroup ?? ""),
+    babyFood: record.foodGroup === "Baby Foods" || description.startsWith("babyfood") || description.startsWith("infant formula"),
+    energyShares: energyShares(record.per100g)
+  }
+}
+
+/** Builds the warm index over every record (≈ 100 ms for SR28's 8,789 foods). */
+export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
+  const staged = records.map(indexFood)
+  const df = new Map<string, number>()
+  for (const food of staged) for (const token of food.tokens) df.set(token, (df.get(token) ?? 0) + 1)
+  const n = Math.max(1, staged.length)
+  const idf = new Map<string, number>()
+  for (const [token, count] of df) idf.set(token, Math.log((n + 1) / (count + 0.5)))
+  const postings = new Map<string, Array<number>>()
+  const foods: Array<IndexedFood> = staged.map((food, i) => {
+    for (const token of food.tokens) {
+      const list = postings.get(token) ?? []
+      list.push(i)
+      postings.set(token, list)
+    }
+    const { contentTokens, headTokens, ...rest } = food
+    const weigh = (list: ReadonlyArray<string>) => list.reduce((sum, t) => sum + (idf.get(t) ?? 0), 0)
+    return { ...rest, contentWeight: weigh(contentTokens), headWeight: weigh(headTokens) }
+  })
+  const trigramPostings = new Map<string, Array<string>>()
+  for (const word of df.keys()) {
+    for (const gram of trigrams(word)) {
+      const list = trigramPostings.get(gram) ?? []
+      list.push(word)
+      trigramPostings.set(gram, list)
+    }
+  }
+  return { size: foods.length, foods, postings, idf, trigramPostings, maxIdf: Math.log(n + 1) }
+}
+
+/** The known word closest to a misspelt one (trigram similarity above 0.45), as pg_trgm's similarity() would judge. */
+const correctSpelling = (index: FoodIndex, word: string): string | undefined => {
+  if (word.length < 4) return undefined
+  const grams = trigrams(word)
+  const shared = new Map<string, number>()
+  for (const gram of grams) for (const candidate of index.trigramPostings.get(gram) ?? []) shared.set(candidate, (shared.get(candidate) ?? 0) + 1)
+  let best: string | undefined
+  let bestSimilarity = 0.45
+  for (const [candidate, common] of shared) {
+    const similarity = common / (grams.length + trigrams(candidate).length - common)
+    if (similarity > bestSimilarity) {
+      best = candidate
+      bestSimilarity = similarity
+    }
+  }
+  return best
+}
+
+export interface RankedCandidate {
+  readonly record: FoodRecord
+  readonly score: number
+  readonly coverage: number
+  readonly headHit: boolean
+  /** |ln| of the ratio between the record's energy and the model's guess (smoothed). */
+  readonly energyDistance: number
+  /** The score's parts, for tuning and for explaining a match. */
+  readonly parts: Readonly<Record<"text" | "head" | "extra" | "state" | "prior" | "guess", number>>
+}
+
+interface PreparedQuery {
+  readonly content: ReadonlyArray<{ readonly alternatives: ReadonlyArray<string>; readonly weight: number }>
+  readonly totalWeight: number
+  readonly words: ReadonlySet<string>
+  readonly states: ReadonlySet<StateWord>
+  /** Cooking methods named (boiled, grilled, …), and whether a dry form, a raw state or frying was asked for. */
+  readonly methods: ReadonlyArray<StateWord>
+  readonly dry: boolean
+  readonly raw: boolean
+  readonly fried: boolean
+  readonly wantsBabyFood: boolean
+  readonly wantsDietVariant: boolean
+}
+
+const prepare = (index: FoodIndex, query: string): PreparedQuery => {
+  const terms = queryTerms(query)
+  const states = new Set<StateWord>()
+  const content: Array<{ alternatives: ReadonlyArray<string>; weight: number }> = []
+  const seen = new Set<string>()
+  for (const term of terms) {
+    const state = term.length === 1 ? stateOf(term[0]!) : undefined
+    if (state !== undefined) {
+      states.add(state)
+      continue
+    }
+    const alternatives: QueryTerm = term.map((w) => (index.idf.has(w) ? w : (correctSpelling(index, w) ?? w)))
+    const key = alternatives.join("|")
+    if (seen.has(key)) continue
+    seen.add(key)
+    const weight = Math.max(...alternatives.map((w) => index.idf.get(w) ?? index.maxIdf))
+    content.push({ alternatives, weight })
+  }
+  return {
+    content,
+    totalWeight: content.reduce((sum, t) => sum + t.weight, 0),
+    words: new Set(content.flatMap((t) => t.alternatives)),
+    states,
+    methods: [...states].filter((s) => !NOT_COOKING.has(s)),
+    dry: [...states].some((s) => DRY_FORMS.has(s)),
+    raw: [...states].some((s) => RAWISH.has(s)),
+    fried: [...states].some((s) => FRIED.has(s)),
+    wantsBabyFood: content.some((t) => t.alternatives.some((w) => w === "babyfood" || w === "infant")),
+    wantsDietVariant: DIET_VARIANT.test(query.toLowerCase())
+  }
+}
+
+const stateScore = (query: PreparedQuery, food: IndexedFood): number => {
+  const has = (set: ReadonlySet<StateWord>) => {
+    for (const s of food.states) if (set.has(s)) return true
+    return false
+  }
+  let cooking = false
+  for (const s of food.states) if (!NOT_COOKING.has(s)) cooking = true
+  let score = 0
+  const { methods } = query
+  if (query.dry) score += has(DRY_FORMS) ? 0.5 : -0.5
+  else if (has(DRY_FORMS)) score -= 1
+  if (query.raw) {
+    if (has(RAWISH)) score += 0.5
+    else if (cooking) score -= 0.7
+  }
+  if (methods.length > 0) {
+    const exact = methods.some((m) => food.states.has(m))
+    const equivalent = methods.some((m) => (EQUIVALENT[m] ?? []).some((s) => food.states.has(s)))
+    if (exact) score += 0.8
+    else if (equivalent) score += 0.5
+    else if (cooking) score += has(FRIED) && !query.fried ? -0.6 : 0.1
+    else if (has(RAWISH)) score -= 1
+  } else if (query.states.size === 0) {
+    if (food.cookedByDefault && has(RAWISH)) score -= 0.6
+    else if (food.cookedByDefault && cooking) score += 0.1
+    if (food.states.has("unprepared")) score -= 0.4
+    if (food.states.has("toasted")) score -= 0.3
+  }
+  if (methods.length === 0 && food.fried) score -= 0.3
+  for (const [form, penalty] of [["frozen", 0.2], ["canned", 0.4], ["smoked", 0.2]] as const) {
+    if (query.states.has(form)) score += food.states.has(form) ? 0.5 : -0.3
+    else if (food.states.has(form)) score -= penalty
+  }
+  if (food.dietVariant && !query.wantsDietVariant) score -= 0.4
+  return score
+}
+
+/** Smoothed so that near-zero foods (water, tea, lettuce) are not judged by huge ratios of tiny numbers. */
+const energyDistance = (record: number, guess: number) => Math.abs(Math.log((record + 10) / (guess + 10)))
+
+const TOLERATED_DISTANCE = Math.log(1.5)
+/** Beyond this ratio between a record's energy and the guess, no text evidence is strong enough. */
+export const MAX_ENERGY_DISTANCE = Math.log(2.6)
+
+const guessScore = (guess: Nutrition, guessShares: readonly [number, number, number] | undefined, food: IndexedFood) => {
+  const distance = energyDistance(food.record.per100g.kcal, guess.kcal)
+  let score = -0.8 * distance - 6 * Math.max(0, distance - TOLERATED_DISTANCE) ** 2
+  if (guessShares !== undefined && food.energyShares !== undefined) {
+    const [a, b, c] = guessShares
+    const [x, y, z] = food.energyShares
+    score -= 0.8 * Math.max(0, Math.abs(a - x) + Math.abs(b - y) + Math.abs(c - z) - 0.25)
+  }
+  return { score, distance }
+}
+
+/** Below these a match is not trusted and the item keeps the model's own numbers. */
+export const MIN_COVERAGE = 0.6
+export const MIN_SCORE = 2
+
+/** Candidates that could be trusted for a query (head word present, energy and words close enough), best first. */
+export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArray<RankedCandidate> => {
+  const prepared = prepare(index, query.query)
+  if (prepared.content.length === 0 || prepared.totalWeight === 0) return []
+  // A trusted match must contain the query's head word, so only records holding it are candidates.
+  const headTerm = prepared.content[prepared.content.length - 1]!
+  const candidates = new Set<number>()
+  for (const word of headTerm.alternatives) for (const i of index.postings.get(word) ?? []) candidates.add(i)
+  const guessShares = energyShares(query.guessPer100g)
+  const weighedWords = [...prepared.words].filter((w) => !NEUTRAL.has(w)).map((w) => [w, index.idf.get(w) ?? 0] as const)
+  // Keep only the best few while scanning: no sort and no allocation per candidate.
+  const best: Array<{ readonly food: IndexedFood; readonly score: number }> = []
+  const assess = (food: IndexedFood) => {
+    let matched = 0
+    for (const term of prepared.content) {
+      for (const w of term.alternatives) {
+        if (food.tokens.has(w)) {
+          matched += term.weight
+          break
+        }
+      }
+    }
+    const coverage = matched / prepared.totalWeight
+    let explained = 0
+    let headExplained = 0
+    for (const [word, idf] of weighedWords) {
+      if (!food.tokens.has(word)) continue
+      explained += idf
+      if (food.head.has(word)) headExplained += idf
+    }
+    const unexplained = Math.max(0, food.contentWeight - explained)
+    const headUnexplained = Math.max(0, food.headWeight - headExplained)
+    let headHit = false
+    for (const w of headTerm.alternatives) if (food.tokens.has(w)) headHit = true
+    let recordHeadHit = false
+    for (const w of food.head) if (prepared.words.has(w)) recordHeadHit = true
+    const guess = guessScore(query.guessPer100g, guessShares, food)
+    const text = 3 * coverage
+    const head = (headHit ? 0.6 : -0.8) + (recordHeadHit ? 0.4 : 0) + (food.headNoun === undefined || prepared.words.has(food.headNoun) ? 0 : -0.8)
+    const extra = -Math.min(1.5, 0.05 * unexplained) - Math.min(1.2, 0.12 * headUnexplained)
+    const state = stateScore(prepared, food)
+    return { coverage, headHit, distance: guess.distance, text, head, extra, state, guess: guess.score, score: text + head + extra + state + food.prior + guess.score }
+  }
+  for (const i of candidates) {
+    const food = index.foods[i]!
+    if (food.babyFood && !prepared.wantsBabyFood) continue
+    // Cheap checks first: a record too far from the guess, or sharing too few words, can never be trusted.
+    if (energyDistance(food.record.per100g.kcal, query.guessPer100g.kcal) > MAX_ENERGY_DISTANCE) continue
+    let matched = 0
+    for (const term of prepared.content) {
+      for (const w of term.alternatives) {
+        if (food.tokens.has(w)) {
+          matched += term.weight
+          break
+        }
+      }
+    }
+    if (matched < MIN_COVERAGE * prepared.totalWeight) continue
+    const { score } = assess(food)
+    if (best.length === limit && score <= best[limit - 1]!.score) continue
+    let at = best.length
+    while (at > 0 && best[at - 1]!.score < score) at--
+    best.splice(at, 0, { food, score })
+    if (best.length > limit) best.pop()
+  }
+  return best.map(({ food }) => {
+    const a = assess(food)
+    return {
+      record: food.record,
+      score: a.score,
+      coverage: a.coverage,
+      headHit: a.headHit,
+      energyDistance: a.distance,
+      parts: { text: a.text, head: a.head, extra: a.extra, state: a.state, prior: food.prior, guess: a.guess }
+    }
+  })
+}
+
+
+export const isTrusted = (candidate: RankedCandidate) =>
+  candidate.headHit && candidate.coverage >= MIN_COVERAGE && candidate.score >= MIN_SCORE && candidate.energyDistance <= MAX_ENERGY_DISTANCE
+
+export const toMatch = (record: FoodRecord): FoodMatch => ({ fdcId: record.sourceId, name: record.description, per100g: record.per100g })
+
+/** The best trustworthy record for a query, or None. */
+export const matchIn = (index: FoodIndex, query: FoodQuery): Option.Option<FoodMatch> => {
+  const trusted = rank(index, query, 3).find(isTrusted)
+  return trusted !== undefined ? Option.some(toMatch(trusted.record)) : Option.none()
+}

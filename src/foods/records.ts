@@ -1,0 +1,51 @@
+/** The food record shared by the importers, the database and the matcher: one food with its energy and macros per 100 g. */
+import type { Nutrition } from "../domain/schemas.ts"
+
+/** Where a record came from; with `sourceId` it identifies the record (re-imports replace by this pair). */
+export type FoodSource = "sr28" | "fdc" | "fdc_api"
+
+export interface FoodPortion {
+  readonly amount: number
+  /** Household measure, e.g. "cup, chopped" or "1 medium". */
+  readonly unit: string
+  readonly grams: number
+}
+
+export interface FoodRecord {
+  readonly source: FoodSource
+  /** The source's own record identifier: the NDB number for SR28, the FDC id for FoodData Central. */
+  readonly sourceId: string
+  /** "sr28", or the FoodData Central data type (foundation_food, sr_legacy_food, survey_fndds_food). */
+  readonly dataType: string
+  readonly description: string
+  readonly foodGroup: string | null
+  /** Other names the source lists for the food (SR28 ComName), comma separated. */
+  readonly commonNames: string | null
+  /** Set for branded products; generic records are preferred when matching. */
+  readonly manufacturer: string | null
+  /** The food is used in dietary surveys (SR28 Survey flag, or an FNDDS/Foundation record): an everyday food. */
+  readonly surveyed: boolean
+  readonly per100g: Nutrition
+  readonly portions: ReadonlyArray<FoodPortion>
+}
+
+/** Energy, protein, fat and carbohydrate of one record, as collected from nutrient rows. */
+export interface NutrientAccumulator {
+  kcal?: number
+  /** FoodData Central Atwater energies, used only when plain energy (1008) is missing. */
+  kcalAtwaterSpecific?: number
+  kcalAtwaterGeneral?: number
+  protein?: number
+  fat?: number
+  carbs?: number
+}
+
+const nonNegative = (n: number | undefined) => (n !== undefined && Number.isFinite(n) && n > 0 ? n : 0)
+
+/** Per-100 g nutrition, or undefined when the record has no energy value at all (such records are skipped). */
+export const toNutrition = (acc: NutrientAccumulator | undefined): Nutrition | undefined => {
+  if (acc === undefined) return undefined
+  const kcal = acc.kcal ?? acc.kcalAtwaterSpecific ?? acc.kcalAtwaterGeneral
+  if (kcal === undefined || !Number.isFinite(kcal) || kcal < 0) return undefined
+  return { kcal, protein_g: nonNegative(acc.protein), carbs_g: nonNegative(acc.carbs), fat_g: nonNegative(acc.fat) }
+}

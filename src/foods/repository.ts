@@ -1,0 +1,154 @@
+/** SQL for food records: batched upserts by (source, source_id), stale-record removal, index loading and the live-API cache. */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { FoodRecord, FoodSource } from "./records.ts"
+
+/** Rows per statement and per transaction; keeps every statement far below PostgreSQL's 65,535 parameters. */
+export const BATCH_SIZE = 500
+
+interface FoodRow {
+  readonly source: FoodSource
+  readonly source_id: string
+  readonly data_type: string
+  readonly description: string
+  readonly food_group: string | null
+  readonly common_names: string | null
+  readonly manufacturer: string | null
+  readonly surveyed: boolean
+  readonly kcal: number
+  readonly protein_g: number
+  readonly carbs_g: number
+  readonly fat_g: number
+}
+
+const toRow = (record: FoodRecord, importId: string) => ({
+  source: record.source,
+  source_id: record.sourceId,
+  data_type: record.dataType,
+  description: record.description,
+  food_group: record.foodGroup,
+  common_names: record.commonNames,
+  manufacturer: record.manufacturer,
+  surveyed: record.surveyed,
+  kcal: record.per100g.kcal,
+  protein_g: record.per100g.protein_g,
+  carbs_g: record.per100g.carbs_g,
+  fat_g: record.per100g.fat_g,
+  import_id: importId,
+  updated_at: new Date()
+})
+
+const fromRow = (row: FoodRow): FoodRecord => ({
+  source: row.source,
+  sourceId: row.source_id,
+  dataType: row.data_type,
+  description: row.description,
+  foodGroup: row.food_group,
+  commonNames: row.common_names,
+  manufacturer: row.manufacturer,
+  surveyed: row.surveyed,
+  per100g: { kcal: Number(row.kcal), protein_g: Number(row.protein_g), carbs_g: Number(row.carbs_g), fat_g: Number(row.fat_g) },
+  portions: []
+})
+
+/** Writes one batch in one transaction: the records replace any earlier version, portions included. */
+export const upsertBatch = (records: ReadonlyArray<FoodRecord>, importId: string) =>
+  Effect.gen(function* () {
+    if (records.length === 0) return 0
+    const sql = yield* SqlClient.SqlClient
+    const write = Effect.gen(function* () {
+      yield* sql`
+        INSERT INTO foods ${sql.insert(records.map((r) => toRow(r, importId)))}
+        ON CONFLICT (source, source_id) DO UPDATE SET
+          data_type = EXCLUDED.data_type, description = EXCLUDED.description, food_group = EXCLUDED.food_group,
+          common_names = EXCLUDED.common_names, manufacturer = EXCLUDED.manufacturer, surveyed = EXCLUDED.surveyed,
+          kcal = EXCLUDED.kcal, protein_g = EXCLUDED.protein_g, carbs_g = EXCLUDED.carbs_g, fat_g = EXCLUDED.fat_g,
+          import_id = EXCLUDED.import_id, updated_at = EXCLUDED.updated_at`
+      const bySource = new Map<FoodSource, Array<string>>()
+      for (const r of records) bySource.set(r.source, [...(bySource.get(r.source) ?? []), r.sourceId])
+      for (const [source, ids] of bySource) {
+        yield* sql`DELETE FROM food_portions WHERE source = ${source} AND source_id IN ${sql.in(ids)}`
+      }
+      const portions = records.flatMap((r) =>
+        r.portions.map((p, i) => ({ source: r.source, source_id: r.sourceId, seq: i + 1, amount: p.amount, unit: p.unit, grams: p.grams }))
+      )
+      for (let i = 0; i < portions.length; i += BATCH_SIZE * 2) {
+        yield* sql`INSERT INTO food_portions ${sql.insert(portions.slice(i, i + BATCH_SIZE * 2))}`
+      }
+      return portions.length
+    })
+    return yield* sql.withTransaction(write)
+  })
+
+/** Removes records of the given source and data types that the import `importId` did not bring (re-import replaces). */
+export const removeStale = (source: FoodSource, dataTypes: ReadonlyArray<string>, importId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ n: number }>`
+      WITH gone AS (
+        DELETE FROM foods WHERE source = ${source} AND data_type IN ${sql.in(dataTypes)} AND import_id <> ${importId}
+        RETURNING 1
+      ) SELECT count(*)::int AS n FROM gone`
+    return rows[0]?.n ?? 0
+  })
+
+export const recordImport = (importId: string, path: string, foods: number, portions: number) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`INSERT INTO food_imports ${sql.insert({ import_id: importId, path, foods, portions, finished_at: new Date() })}`
+  })
+
+/** The newest finished import, to notice that another process changed the records. */
+export const latestImport = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ import_id: string }>`SELECT import_id FROM food_imports ORDER BY finished_at DESC, import_id DESC LIMIT 1`
+  return rows[0]?.import_id
+})
+
+/** Every food record (without portions), for the matcher's in-memory index. */
+export const loadRecords = (sources: ReadonlyArray<FoodSource> = ["sr28", "fdc"]) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<FoodRow>`
+      SELECT source, source_id, data_type, description, food_group, common_names, manufacturer, surveyed, kcal, protein_g, carbs_g, fat_g
+      FROM foods WHERE source IN ${sql.in(sources)} ORDER BY source, source_id`
+    return rows.map(fromRow)
+  })
+
+export const countFoods = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ source: FoodSource; foods: number; portions: number }>`
+    SELECT f.source, count(DISTINCT f.source_id)::int AS foods, count(p.seq)::int AS portions
+    FROM foods f LEFT JOIN food_portions p ON p.source = f.source AND p.source_id = f.source_id
+    GROUP BY f.source ORDER BY f.source`
+  return rows
+})
+
+// ---- live FoodData Central API cache ----
+
+export const cachedSearch = (query: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const hits = yield* sql<{ fdc_ids: string }>`SELECT fdc_ids FROM fdc_api_searches WHERE query = ${query}`
+    const hit = hits[0]
+    if (hit === undefined) return undefined
+    const ids = hit.fdc_ids.split(",").filter((id) => id !== "")
+    if (ids.length === 0) return [] as ReadonlyArray<FoodRecord>
+    const rows = yield* sql<FoodRow>`
+      SELECT source, source_id, data_type, description, food_group, common_names, manufacturer, surveyed, kcal, protein_g, carbs_g, fat_g
+      FROM foods WHERE source = 'fdc_api' AND source_id IN ${sql.in(ids)}`
+    return rows.map(fromRow)
+  })
+
+export const storeSearch = (query: string, records: ReadonlyArray<FoodRecord>, at: Date) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.withTransaction(
+      Effect.gen(function* () {
+        if (records.length > 0) yield* upsertBatch(records, "fdc-api")
+        yield* sql`
+          INSERT INTO fdc_api_searches ${sql.insert({ query, fdc_ids: records.map((r) => r.sourceId).join(","), fetched_at: at })}
+          ON CONFLICT (query) DO UPDATE SET fdc_ids = EXCLUDED.fdc_ids, fetched_at = EXCLUDED.fetched_at`
+      })
+    )
+  })

@@ -1,0 +1,322 @@
+/** Streaming readers of the USDA downloads (SR28 ASCII and FoodData Central CSV, in a folder or a zip) into food records. */
+import { createReadStream } from "node:fs"
+import { readdir, stat } from "node:fs/promises"
+import { basename, dirname, join, relative } from "node:path"
+import { createInterface } from "node:readline"
+import type { Readable } from "node:stream"
+import { type FoodPortion, type FoodRecord, type NutrientAccumulator, toNutrition } from "./records.ts"
+import { listZip, openZipEntry } from "./zip.ts"
+
+/** One download found under the given path: the files of one folder, opened on demand. */
+export interface Dataset {
+  readonly kind: "sr28" | "fdc"
+  /** Folder (or zip folder) the files were found in, for progress output. */
+  readonly label: string
+  readonly open: (file: string) => Promise<Readable> | undefined
+}
+
+export type Progress = (message: string) => void
+
+export class DatasetNotFound extends Error {
+  override readonly name = "DatasetNotFound"
+}
+
+const SR28_MARKER = "food_des.txt"
+const FDC_MARKER = "food.csv"
+
+const classify = (label: string, files: Map<string, () => Promise<Readable>>): Dataset | undefined => {
+  const kind = files.has(SR28_MARKER) ? "sr28" : files.has(FDC_MARKER) ? "fdc" : undefined
+  if (kind === undefined) return undefined
+  return { kind, label, open: (file) => files.get(file.toLowerCase())?.() }
+}
+
+/** Folders up to three levels deep, so a download unpacked into its own folder is found too. */
+const walk = async (root: string, depth: number, into: Map<string, Map<string, () => Promise<Readable>>>) => {
+  for (const entry of await readdir(root, { withFileTypes: true })) {
+    const full = join(root, entry.name)
+    if (entry.isDirectory() && depth < 3) await walk(full, depth + 1, into)
+    else if (entry.isFile()) {
+      const folder = into.get(root) ?? new Map<string, () => Promise<Readable>>()
+      folder.set(entry.name.toLowerCase(), async () => createReadStream(full))
+      into.set(root, folder)
+    }
+  }
+}
+
+/** Finds every SR28 or FoodData Central download in a folder or a zip file. */
+export const locateDatasets = async (path: string): Promise<ReadonlyArray<Dataset>> => {
+  const info = await stat(path).catch(() => undefined)
+  if (info === undefined) throw new DatasetNotFound(`${path} does not exist`)
+  const folders = new Map<string, Map<string, () => Promise<Readable>>>()
+  if (info.isDirectory()) {
+    await walk(path, 0, folders)
+  } else {
+    for (const entry of await listZip(path)) {
+      if (entry.name.endsWith("/")) continue
+      const folder = `${basename(path)}:${dirname(entry.name)}`
+      const files = folders.get(folder) ?? new Map<string, () => Promise<Readable>>()
+      files.set(basename(entry.name).toLowerCase(), () => openZipEntry(path, entry))
+      folders.set(folder, files)
+    }
+  }
+  const datasets: Array<Dataset> = []
+  for (const [folder, files] of [...folders].sort(([a], [b]) => a.localeCompare(b))) {
+    const dataset = classify(info.isDirectory() ? relative(path, folder) || basename(path) : folder, files)
+    if (dataset !== undefined) datasets.push(dataset)
+  }
+  if (datasets.length === 0) {
+    throw new DatasetNotFound(`${path} holds neither USDA SR28 ASCII files (FOOD_DES.txt, …) nor a FoodData Central CSV download (food.csv, …)`)
+  }
+  return datasets
+}
+
+/** Lines of a stream, without their line ends; the stream is read piece by piece. */
+async function* lines(stream: Readable, encoding: BufferEncoding): AsyncGenerator<string> {
+  stream.setEncoding(encoding)
+  const reader = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY })
+  try {
+    for await (const line of reader) yield line
+  } finally {
+    reader.close()
+    stream.destroy()
+  }
+}
+
+const count = (n: number) => n.toLocaleString("en-US")
+
+const required = async (dataset: Dataset, file: string) => {
+  const stream = await dataset.open(file)
+  if (stream === undefined) throw new DatasetNotFound(`${dataset.label}: ${file} is missing`)
+  return stream
+}
+
+// ---------------------------------------------------------------------------------------------
+// SR28 ASCII: "^"-separated fields, text fields wrapped in "~", ISO-8859-1.
+
+const srFields = (line: string) => line.split("^").map((f) => (f.startsWith("~") && f.endsWith("~") && f.length >= 2 ? f.slice(1, -1) : f))
+
+const SR_NUTRIENTS: Record<string, keyof NutrientAccumulator> = { "208": "kcal", "203": "protein", "204": "fat", "205": "carbs" }
+
+const blankToNull = (s: string | undefined) => (s === undefined || s.trim() === "" ? null : s.trim())
+
+/** Reads FOOD_DES, FD_GROUP, NUT_DATA (208/203/204/205) and WEIGHT into records keyed by NDB number. */
+export const readSr28 = async (dataset: Dataset, progress: Progress): Promise<ReadonlyArray<FoodRecord>> => {
+  const groups = new Map<string, string>()
+  const groupStream = await dataset.open("FD_GROUP.txt")
+  if (groupStream !== undefined) {
+    for await (const line of lines(groupStream, "latin1")) {
+      const [code, name] = srFields(line)
+      if (code && name) groups.set(code, name)
+    }
+  }
+  const foods = new Map<string, { fields: Array<string>; nutrients: NutrientAccumulator; portions: Array<FoodPortion> }>()
+  for await (const line of lines(await required(dataset, "FOOD_DES.txt"), "latin1")) {
+    if (line.trim() === "") continue
+    const fields = srFields(line)
+    if (fields[0]) foods.set(fields[0], { fields, nutrients: {}, portions: [] })
+  }
+  progress(`${dataset.label}: FOOD_DES.txt ${count(foods.size)} foods`)
+  let nutrientLines = 0
+  for await (const line of lines(await required(dataset, "NUT_DATA.txt"), "latin1")) {
+    nutrientLines++
+    if (nutrientLines % 200_000 === 0) progress(`${dataset.label}: NUT_DATA.txt ${count(nutrientLines)} lines`)
+    // Cheap pre-filter: the nutrient number is the second field, right after "~NNNNN~^".
+    const key = SR_NUTRIENTS[line.slice(9, 12)]
+    if (key === undefined) continue
+    const [ndb, , value] = srFields(line)
+    const food = ndb === undefined ? undefined : foods.get(ndb)
+    if (food !== undefined && value !== undefined && value !== "") food.nutrients[key] = Number(value)
+  }
+  progress(`${dataset.label}: NUT_DATA.txt ${count(nutrientLines)} lines`)
+  let portionCount = 0
+  const weights = await dataset.open("WEIGHT.txt")
+  if (weights !== undefined) {
+    for await (const line of lines(weights, "latin1")) {
+      const [ndb, , amount, unit, grams] = srFields(line)
+      const food = ndb === undefined ? undefined : foods.get(ndb)
+      if (food === undefined || !unit || !grams) continue
+      food.portions.push({ amount: Number(amount) || 1, unit, grams: Number(grams) })
+      portionCount++
+    }
+    progress(`${dataset.label}: WEIGHT.txt ${count(portionCount)} portions`)
+  }
+  const records: Array<FoodRecord> = []
+  for (const [ndb, { fields, nutrients, portions }] of foods) {
+    const per100g = toNutrition(nutrients)
+    if (per100g === undefined) continue
+    records.push({
+      source: "sr28",
+      sourceId: ndb,
+      dataType: "sr28",
+      description: fields[2] ?? "",
+      foodGroup: groups.get(fields[1] ?? "") ?? null,
+      commonNames: blankToNull(fields[4]),
+      manufacturer: blankToNull(fields[5]),
+      surveyed: fields[6] === "Y",
+      per100g,
+      portions
+    })
+  }
+  return records
+}
+
+// ---------------------------------------------------------------------------------------------
+// FoodData Central CSV: RFC 4180 with a header row; every field quoted.
+
+/** Records of a CSV stream as header-keyed rows; quoted fields may hold commas, quotes and line breaks. */
+async function* csvRows(stream: Readable): AsyncGenerator<Map<string, string>> {
+  let header: ReadonlyArray<string> | undefined
+  let pending = ""
+  for await (const line of lines(stream, "utf8")) {
+    const text = pending === "" ? line : `${pending}\n${line}`
+    const fields = parseCsvRecord(text)
+    if (fields === undefined) {
+      pending = text
+      continue
+    }
+    pending = ""
+    if (header === undefined) {
+      header = fields.map((f) => f.replace(/^\uFEFF/, "").trim().toLowerCase())
+      continue
+    }
+    if (fields.length === 1 && fields[0] === "") continue
+    const row = new Map<string, string>()
+    for (const [i, name] of header.entries()) row.set(name, fields[i] ?? "")
+    yield row
+  }
+}
+
+/** Splits one CSV record; undefined when a quoted field is still open (the record continues on the next line). */
+export const parseCsvRecord = (text: string): Array<string> | undefined => {
+  const fields: Array<string> = []
+  let field = ""
+  let quoted = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]
+    if (quoted) {
+      if (c === '"') {
+        if (text[i + 1] === '"') {
+          field += '"'
+          i++
+        } else quoted = false
+      } else field += c
+    } else if (c === '"') quoted = true
+    else if (c === ",") {
+      fields.push(field)
+      field = ""
+    } else field += c
+  }
+  if (quoted) return undefined
+  fields.push(field)
+  return fields
+}
+
+/** The FoodData Central data types we load: generic foods, never the branded products. */
+export const FDC_DATA_TYPES = ["foundation_food", "sr_legacy_food", "survey_fndds_food"] as const
+
+const FDC_NUTRIENTS: Record<string, keyof NutrientAccumulator> = {
+  "1008": "kcal",
+  "2048": "kcalAtwaterSpecific",
+  "2047": "kcalAtwaterGeneral",
+  "1003": "protein",
+  "1004": "fat",
+  "1005": "carbs"
+}
+
+/** Reads food.csv, food_nutrient.csv and food_portion.csv (plus the category and unit lookups when present). */
+export const readFdc = async (dataset: Dataset, progress: Progress): Promise<ReadonlyArray<FoodRecord>> => {
+  const wanted = new Set<string>(FDC_DATA_TYPES)
+  const categories = new Map<string, string>()
+  for (const [file, idColumn, nameColumn] of [
+    ["food_category.csv", "id", "description"],
+    ["wweia_food_category.csv", "wweia_food_category", "wweia_food_category_description"]
+  ] as const) {
+    const stream = await dataset.open(file)
+    if (stream === undefined) continue
+    for await (const row of csvRows(stream)) {
+      const id = row.get(idColumn)
+      const name = row.get(nameColumn)
+      if (id && name) categories.set(id, name)
+    }
+  }
+  const units = new Map<string, string>()
+  const unitStream = await dataset.open("measure_unit.csv")
+  if (unitStream !== undefined) {
+    for await (const row of csvRows(unitStream)) units.set(row.get("id") ?? "", row.get("name") ?? "")
+  }
+  const foods = new Map<
+    string,
+    { dataType: string; description: string; category: string | null; nutrients: NutrientAccumulator; portions: Array<FoodPortion> }
+  >()
+  let foodRows = 0
+  for await (const row of csvRows(await required(dataset, "food.csv"))) {
+    foodRows++
+    const dataType = row.get("data_type") ?? ""
+    const id = row.get("fdc_id") ?? ""
+    if (!wanted.has(dataType) || id === "") continue
+    const categoryId = row.get("food_category_id") ?? ""
+    foods.set(id, {
+      dataType,
+      description: row.get("description") ?? "",
+      category: categories.get(categoryId) ?? null,
+      nutrients: {},
+      portions: []
+    })
+  }
+  progress(`${dataset.label}: food.csv ${count(foodRows)} rows, ${count(foods.size)} generic foods`)
+  let nutrientRows = 0
+  for await (const row of csvRows(await required(dataset, "food_nutrient.csv"))) {
+    nutrientRows++
+    if (nutrientRows % 500_000 === 0) progress(`${dataset.label}: food_nutrient.csv ${count(nutrientRows)} rows`)
+    const key = FDC_NUTRIENTS[row.get("nutrient_id") ?? ""]
+    if (key === undefined) continue
+    const food = foods.get(row.get("fdc_id") ?? "")
+    const amount = row.get("amount") ?? ""
+    if (food !== undefined && amount !== "") food.nutrients[key] = Number(amount)
+  }
+  progress(`${dataset.label}: food_nutrient.csv ${count(nutrientRows)} rows`)
+  const portionStream = await dataset.open("food_portion.csv")
+  if (portionStream !== undefined) {
+    let portions = 0
+    for await (const row of csvRows(portionStream)) {
+      const food = foods.get(row.get("fdc_id") ?? "")
+      const grams = Number(row.get("gram_weight"))
+      if (food === undefined || !(grams > 0)) continue
+      const unitName = units.get(row.get("measure_unit_id") ?? "")
+      const words = [unitName === "undetermined" ? "" : unitName, row.get("portion_description"), row.get("modifier")]
+        .map((w) => (w ?? "").trim())
+        .filter((w) => w !== "" && w !== "Quantity not specified")
+      food.portions.push({ amount: Number(row.get("amount")) || 1, unit: words.join(", ") || "portion", grams })
+      portions++
+    }
+    progress(`${dataset.label}: food_portion.csv ${count(portions)} portions`)
+  }
+  const records: Array<FoodRecord> = []
+  for (const [id, food] of foods) {
+    const per100g = toNutrition(food.nutrients)
+    if (per100g === undefined) continue
+    records.push({
+      source: "fdc",
+      sourceId: id,
+      dataType: food.dataType,
+      description: food.description,
+      foodGroup: food.category,
+      commonNames: null,
+      manufacturer: null,
+      surveyed: food.dataType !== "sr_legacy_food",
+      per100g,
+      portions: food.portions
+    })
+  }
+  return records
+}
+
+/** Reads every download under a path (folder or zip) into records. */
+export const readDatasets = async (path: string, progress: Progress) => {
+  const out: Array<{ dataset: Dataset; records: ReadonlyArray<FoodRecord> }> = []
+  for (const dataset of await locateDatasets(path)) {
+    const records = dataset.kind === "sr28" ? await readSr28(dataset, progress) : await readFdc(dataset, progress)
+    out.push({ dataset, records })
+  }
+  return out
+}

@@ -1,0 +1,291 @@
+/** Food vocabulary for matching: normalisation, stemming, preparation-state words and common names in USDA wording. */
+
+/** USDA phrases whose words mean something else alone ("dry heat" is cooked, not dry). Applied to both sides. */
+const SHARED_PHRASES: ReadonlyArray<readonly [RegExp, string]> = [
+  [/\bdry[ -]heat\b/g, " dryheat "],
+  [/\bmoist[ -]heat\b/g, " moistheat "],
+  [/\bhard[ -]boiled\b/g, " hardboiled "],
+  [/\bsoft[ -]boiled\b/g, " softboiled "],
+  [/\bpan[ -]fried\b/g, " panfried "],
+  [/\bpan[ -]browned\b/g, " panfried "],
+  [/\bstir[ -]fried\b/g, " panfried "],
+  [/\bdeep[ -]fried\b/g, " fried "],
+  [/\boven[ -]heated\b/g, " heated "],
+  [/\bas purchased\b/g, " unprepared "],
+  [/\bready[ -]to[ -](?:eat|serve|drink)\b/g, " "],
+  [/\bnot further specified\b|\bnfs\b|\bns as to [a-z ]+/g, " "],
+  [/\bwhole[ -]wheat\b/g, " wholewheat "],
+  [/\bwhole[ -]grain\b/g, " wholegrain "],
+  [/\bpeanut butter\b/g, " peanutbutter "],
+  [/\bice creams?\b/g, " icecream "],
+  [/\bbaby ?foods?\b/g, " babyfood "],
+  [/\bsweet potato(?:es)?\b/g, " sweetpotato "],
+  [/\bsoy sauce\b/g, " soysauce "],
+  [/\bfrench fried\b/g, " frenchfried "]
+]
+
+/**
+ * Common names as a vision model writes them, mapped to the words USDA records use. The head noun stays last,
+ * because the matcher reads the last content word of a query as its head ("chicken breast" → breast).
+ */
+const COMMON_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
+  [/\b(?:french fries|fries|chips and fries|potato fries|frites)\b/g, " potatoes frenchfried "],
+  [/\bhash ?browns?\b/g, " potatoes hash brown "],
+  [/\bmashed potato(?:es)?\b/g, " potatoes mashed "],
+  [/\b(?:baked|jacket) potato(?:es)?\b/g, " baked flesh skin potatoes "],
+  [/\bpotato chips?\b|\bcrisps\b/g, " snacks potato chips "],
+  [/\bspaghetti squash\b/g, " squash spaghetti "],
+  [/\b(spaghetti|linguine|penne|fettuccine|rigatoni|fusilli|farfalle|tagliatelle|macaroni|rotini)\b/g, " $1|pasta "],
+  [/\bbolognese\b|\bmeat sauce\b|\bragu\b/g, " with meat sauce "],
+  [/\bmarinara\b|\bpasta sauce\b|\btomato sauce\b/g, " pasta sauce marinara "],
+  [/\bground beef\b|\bminced beef\b|\bbeef mince\b|\bhamburger meat\b/g, " beef ground "],
+  [/\bbeef patty\b|\bburger patty\b|\bhamburger patty\b/g, " beef ground patty "],
+  [/\b(sirloin|ribeye|rib eye|t-bone|strip|flank|round) steak\b/g, " beef $1 steak "],
+  [/(?<!turkey )\bbacon\b/g, " pork cured bacon "],
+  [/\bprawns?\b/g, " shrimp "],
+  [/\b(salmon|tuna|cod|tilapia|halibut|trout|mackerel|sardines?|haddock|pollock|catfish|swordfish|flounder|sole|herring|anchov(?:y|ies)|sea bass|snapper|mahi mahi)\b/g, " fish $1 "],
+  [/\b(shrimp|crab|lobster|crayfish)\b/g, " crustaceans $1 "],
+  [/\b(scallops?|mussels?|clams?|oysters?|squid|calamari|octopus)\b/g, " mollusks $1 "],
+  [/\byoghurt\b/g, " yogurt "],
+  [/\bgreek yogurt\b/g, " yogurt greek plain "],
+  [/\b(?:oatmeal|porridge|rolled oats)\b/g, " cereals oats "],
+  [/\baubergines?\b/g, " eggplant "],
+  [/\b(?:courgettes?|zucchinis?)\b/g, " squash summer zucchini "],
+  [/\b(?:scallions?|spring onions?|green onions?)\b/g, " onions spring scallions "],
+  [/\b(red|green|yellow|orange)? ?bell peppers?\b/g, " peppers sweet $1 "],
+  [/\bcapsicum\b/g, " peppers sweet "],
+  [/\b(?:chill?i|jalapeno) peppers?\b/g, " peppers hot chili "],
+  [/\bketchup\b/g, " catsup "],
+  [/\bmayo\b/g, " mayonnaise "],
+  [/\b(?:soda|cola|soft drink|coke)\b/g, " carbonated beverage cola "],
+  [/\b(?:black )?coffee\b/g, " brewed coffee "],
+  [/\b(?:black |green )?tea\b/g, " brewed tea "],
+  [/\bbeer\b/g, " alcoholic beverage beer "],
+  [/\b(red|white) wine\b/g, " alcoholic beverage table $1 wine "],
+  [/\bgarbanzos?(?: beans)?\b/g, " chickpeas "],
+  [/\b(mozzarella|cheddar|parmesan|feta|swiss|brie|gouda|ricotta|provolone|monterey|camembert|gruyere|goat) cheese\b/g, " cheese $1 "],
+  [/\b(mozzarella|cheddar|parmesan|feta|brie|gouda|ricotta|provolone|camembert|gruyere)\b/g, " cheese $1 "],
+  [/\b(almonds?|walnuts?|cashews?|pecans?|pistachios?|hazelnuts?|macadamias?)\b/g, " nuts $1 "],
+  [/\bmixed (?:salad )?greens\b|\bsalad greens\b|\bspring mix\b/g, " lettuce green leaf "],
+  [/\bromaine\b/g, " lettuce cos romaine "],
+  [/\bskim milk\b/g, " milk nonfat "],
+  [/\b(?:jam|jelly|preserves)\b/g, " jams preserves "],
+  [/\bmaple syrup\b/g, " syrups maple "],
+  [/(?<!french )\btoast\b/g, " toasted bread "],
+  [/\bbread roll\b|\bdinner roll\b/g, " rolls dinner "],
+  [/\bheavy cream\b|\bwhipping cream\b/g, " cream heavy whipping "],
+  [/\bgreen beans\b|\bstring beans\b/g, " beans snap green "],
+  [/\bcorn on the cob\b|\bsweet ?corn\b/g, " corn sweet yellow "],
+  [/\bedamame\b/g, " edamame soybeans green "],
+  [/\bsalad dressing\b|\bdressing\b|\bvinaigrette\b/g, " salad dressing "],
+  [/\bpb\b/g, " peanutbutter "],
+  [/\b(?:salsa|pico de gallo)\b/g, " salsa sauce "],
+  [/(?<!(?:salmon|tuna|fish|beef|halibut|swordfish|cauliflower|ham|turkey|pork) )\bsteak\b(?! fr)/g, " beef steak "],
+  [/\bcilantro\b/g, " coriander cilantro leaves "]
+]
+
+/** Query words that say nothing about which record is meant. */
+const NOISE = new Set([
+  "a",
+  "an",
+  "the",
+  "of",
+  "and",
+  "or",
+  "in",
+  "on",
+  "some",
+  "homemade",
+  "home",
+  "made",
+  "sliced",
+  "slice",
+  "chopped",
+  "diced",
+  "cubed",
+  "piece",
+  "portion",
+  "serving",
+  "side",
+  "bowl",
+  "plate",
+  "small",
+  "medium",
+  "large",
+  "organic",
+  "style",
+  "type",
+  "food",
+  "dish",
+  "fresh",
+  "plain",
+  "regular",
+  "cup",
+  "topping",
+  "mixed",
+  "assorted",
+  "leftover",
+  "lightly",
+  "seasoned",
+  "fillet",
+  "fillets",
+  "filet",
+  "filets",
+  "baby"
+])
+
+/** Words that describe how a food is prepared rather than which food it is. */
+export type StateWord =
+  | "raw"
+  | "cooked"
+  | "boiled"
+  | "steamed"
+  | "grilled"
+  | "broiled"
+  | "roasted"
+  | "baked"
+  | "fried"
+  | "panfried"
+  | "sauteed"
+  | "braised"
+  | "stewed"
+  | "simmered"
+  | "poached"
+  | "scrambled"
+  | "hardboiled"
+  | "softboiled"
+  | "microwaved"
+  | "heated"
+  | "toasted"
+  | "dryheat"
+  | "moistheat"
+  | "dry"
+  | "dried"
+  | "dehydrated"
+  | "powder"
+  | "concentrate"
+  | "unprepared"
+  | "uncooked"
+  | "canned"
+  | "frozen"
+  | "smoked"
+
+const STATE_WORDS = new Map<string, StateWord>([
+  ["raw", "raw"],
+  ["uncooked", "uncooked"],
+  ["unprepared", "unprepared"],
+  ["cooked", "cooked"],
+  ["prepared", "cooked"],
+  ["boiled", "boiled"],
+  ["steamed", "steamed"],
+  ["grilled", "grilled"],
+  ["broiled", "broiled"],
+  ["barbecued", "grilled"],
+  ["bbq", "grilled"],
+  ["chargrilled", "grilled"],
+  ["roast", "roasted"],
+  ["roasted", "roasted"],
+  ["rotisserie", "roasted"],
+  ["baked", "baked"],
+  ["fried", "fried"],
+  ["panfried", "panfried"],
+  ["sauteed", "panfried"],
+  ["seared", "panfried"],
+  ["braised", "braised"],
+  ["stewed", "stewed"],
+  ["simmered", "simmered"],
+  ["poached", "poached"],
+  ["scrambled", "scrambled"],
+  ["hardboiled", "hardboiled"],
+  ["softboiled", "softboiled"],
+  ["microwaved", "microwaved"],
+  ["heated", "heated"],
+  ["toasted", "toasted"],
+  ["dryheat", "dryheat"],
+  ["moistheat", "moistheat"],
+  ["dry", "dry"],
+  ["dried", "dried"],
+  ["dehydrated", "dehydrated"],
+  ["powder", "powder"],
+  ["powdered", "powder"],
+  ["concentrate", "concentrate"],
+  ["canned", "canned"],
+  ["frozen", "frozen"],
+  ["smoked", "smoked"]
+])
+
+export const stateOf = (token: string): StateWord | undefined => STATE_WORDS.get(token)
+
+const IRREGULAR = new Map([
+  ["leaves", "leaf"],
+  ["loaves", "loaf"],
+  ["halves", "half"],
+  ["knives", "knife"],
+  ["fries", "fry"],
+  ["cookies", "cookie"],
+  ["brownies", "brownie"],
+  ["pies", "pie"],
+  ["asparagus", "asparagus"],
+  ["hummus", "hummus"],
+  ["couscous", "couscous"],
+  ["citrus", "citrus"],
+  ["molasses", "molasses"],
+  ["grits", "grits"],
+  ["oats", "oat"],
+  ["swiss", "swiss"],
+  ["quinoa", "quinoa"]
+])
+
+/** A light English stemmer: plural forms only, which is where descriptions and queries differ most. */
+export const stem = (word: string): string => {
+  const irregular = IRREGULAR.get(word)
+  if (irregular !== undefined) return irregular
+  if (word.length <= 3) return word
+  if (word.endsWith("ies")) return `${word.slice(0, -3)}y`
+  if (word.endsWith("oes") || /(?:ch|sh|x|ss)es$/.test(word)) return word.slice(0, -2)
+  if (word.endsWith("s") && !/(?:ss|us|is)$/.test(word)) return word.slice(0, -1)
+  return word
+}
+
+const baseNormalise = (text: string) =>
+  text
+    .toLowerCase()
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .replace(/['’]/g, "")
+    .replace(/&/g, " and ")
+
+const applyPhrases = (text: string, phrases: ReadonlyArray<readonly [RegExp, string]>) =>
+  phrases.reduce((acc, [pattern, replacement]) => acc.replace(pattern, replacement), text)
+
+const words = (text: string) => text.split(/[^a-z0-9%]+/).filter((w) => w.length > 0)
+
+/** One word of a query with the spellings that satisfy it ("spaghetti" is also USDA's "pasta"). */
+export type QueryTerm = ReadonlyArray<string>
+
+/** Tokens of a USDA description, segment by segment (segment 0 is the food's head, e.g. "Rice"). */
+export const descriptionSegments = (description: string): ReadonlyArray<ReadonlyArray<string>> =>
+  description
+    .replace(/\([^)]*\)?/g, " ")
+    .split(/[,;]/)
+    .map((segment) => words(applyPhrases(baseNormalise(segment), SHARED_PHRASES)).map(stem))
+    .filter((segment) => segment.length > 0)
+
+/** Words of a description's parenthetical asides ("(includes sourdough)"): they may match a query but never count against it. */
+export const descriptionAsides = (description: string): ReadonlyArray<string> =>
+  [...description.matchAll(/\(([^)]*)\)?/g)].flatMap((m) => words(applyPhrases(baseNormalise(m[1] ?? ""), SHARED_PHRASES)).map(stem))
+
+/** Terms of a model's query after mapping common names to USDA wording; noise words dropped. */
+export const queryTerms = (query: string): ReadonlyArray<QueryTerm> =>
+  applyPhrases(applyPhrases(baseNormalise(query), COMMON_NAMES), SHARED_PHRASES)
+    .split(/[^a-z0-9%|]+/)
+    .map((group) => group.split("|").filter((w) => w.length > 0 && !NOISE.has(w)).map(stem))
+    .filter((alternatives) => alternatives.length > 0)
+
+/** Character trigrams of a word, padded like pg_trgm, for correcting misspelt query words. */
+export const trigrams = (word: string): ReadonlyArray<string> => {
+  const padded = `  ${word} `
+  const out = new Set<string>()
+  for (let i = 0; i + 3 <= padded.length; i++) out.add(padded.slice(i, i + 3))
+  return [...out]
+}
