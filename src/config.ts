@@ -188,10 +188,19 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
   } satisfies Settings
 })
 
+/** An empty variable counts as unset, so `FOO=` in a shell or an env file switches a feature off. */
+const providerOf = (env: Readonly<Record<string, string | undefined>>) =>
+  ConfigProvider.fromMap(
+    new Map(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ""))
+  )
+
 export class AppConfig extends Context.Tag("morsel/AppConfig")<AppConfig, Settings>() {
-  static readonly layer = Layer.effect(AppConfig, loadSettings)
+  static readonly layer = Layer.effect(
+    AppConfig,
+    Effect.suspend(() => loadSettings.pipe(Effect.withConfigProvider(providerOf(process.env))))
+  )
 
   /** Settings from an explicit variable map instead of the process environment (tests, embedding). */
   static readonly fromEnv = (env: Readonly<Record<string, string>>) =>
-    Layer.effect(AppConfig, loadSettings.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))
+    Layer.effect(AppConfig, loadSettings.pipe(Effect.withConfigProvider(providerOf(env))))
 }
