@@ -6,7 +6,7 @@ import { Effect, Layer } from "effect"
 import { AnalyzerLive } from "./analysis/Analyzer.ts"
 import type { Funding } from "./analysis/Funding.ts"
 import { FundingRouterLive } from "./analysis/FundingRouter.ts"
-import { AnalysisHttpLive } from "./analysis/http.ts"
+import { AnalysisHttpLive, AnalyzeRequestsLive } from "./analysis/http.ts"
 import { RequestStoreLive } from "./analysis/RequestStore.ts"
 import type { VisionModel } from "./analysis/VisionModel.ts"
 import { VisionModelLive } from "./analysis/VisionModelLive.ts"
@@ -59,6 +59,7 @@ export const LiveDependencies = Layer.mergeAll(VisionModelLive, FoodDbLive, Fund
 /** Serves Routes with the analysis pipeline on the given dependencies; needs AppConfig, the database and an HTTP server. */
 export const serveWith = <E, R>(dependencies: Layer.Layer<Dependencies, E, R>) =>
   HttpLayerRouter.serve(Routes, { disableListenLog: true }).pipe(
+    Layer.provide(AnalyzeRequestsLive),
     Layer.provide(Layer.mergeAll(AnalyzerLive, RequestStoreLive)),
     Layer.provide(dependencies),
     Layer.provide(FeatureServices)

@@ -1,9 +1,21 @@
-/** POST /v1/analyze: validation, funding, idempotency, limits, the analysis itself and payment, in that order. */
+/** One analysis request from any transport: validation, funding, idempotency, limits, the analysis and payment, in that order. */
 import { createHash } from "node:crypto"
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Either, Option, Schema } from "effect"
+import { Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
-import { AnalysisFailed, Conflict, Gone, InvalidRequest, PayloadTooLarge } from "../domain/errors.ts"
+import {
+  AnalysisFailed,
+  type AnalysisTimeout,
+  Conflict,
+  Gone,
+  InvalidRequest,
+  type NoFoodDetected,
+  PayloadTooLarge,
+  type PaymentRequired,
+  type ServiceUnavailable,
+  type TooManyRequests,
+  type Unauthorized
+} from "../domain/errors.ts"
 import { inspectImage } from "../domain/image.ts"
 import { AnalysisResult, type AnalyzeRequest } from "../domain/schemas.ts"
 import { MorselApi } from "../http/Api.ts"
@@ -22,10 +34,46 @@ export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest) =>
 
 const validateResult = Schema.validate(AnalysisResult)
 
-const withPaymentResponse = (settled: Option.Option<string>) =>
-  Option.match(settled, { onNone: () => Effect.void, onSome: (value) => setResponseHeader("payment-response", value) })
+/** A request as every transport (REST, MCP) hands it over, after schema validation. */
+export interface AnalyzeCall {
+  readonly idempotencyKey: string
+  readonly authorization: Option.Option<string>
+  readonly paymentSignature: Option.Option<string>
+  readonly payload: AnalyzeRequest
+}
 
-export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (handlers) =>
+/** A served result and, for x402, the PAYMENT-RESPONSE receipt to hand back with it. */
+export interface Served {
+  readonly result: AnalysisResult
+  readonly paymentResponse: Option.Option<string>
+}
+
+export type AnalyzeError = Effect.Effect.Error<ReturnType<Context.Tag.Service<typeof AnalyzeRequests>["analyze"]>>
+
+export class AnalyzeRequests extends Context.Tag("morsel/AnalyzeRequests")<
+  AnalyzeRequests,
+  {
+    readonly analyze: (
+      call: AnalyzeCall
+    ) => Effect.Effect<
+      Served,
+      | InvalidRequest
+      | PayloadTooLarge
+      | Unauthorized
+      | PaymentRequired
+      | Conflict
+      | Gone
+      | TooManyRequests
+      | NoFoodDetected
+      | AnalysisFailed
+      | AnalysisTimeout
+      | ServiceUnavailable
+    >
+  }
+>() {}
+
+export const AnalyzeRequestsLive = Layer.effect(
+  AnalyzeRequests,
   Effect.gen(function* () {
     const settings = yield* AppConfig
     const funding = yield* Funding
@@ -35,11 +83,10 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
     // A running attempt keeps its key for the whole deadline plus settlement, then another instance may take over.
     const leaseMs = settings.analysisTimeoutMs + settings.x402.confirmTimeoutMs + 60_000
 
-    const complete = (requestId: string, result: AnalysisResult, settled: Settled) =>
+    const complete = (requestId: string, result: AnalysisResult, settled: Settled): Effect.Effect<Served> =>
       store.complete(requestId, result, settled.paymentResponse).pipe(
         Effect.orDie,
-        Effect.zipRight(withPaymentResponse(settled.paymentResponse)),
-        Effect.as(result)
+        Effect.as({ result, paymentResponse: settled.paymentResponse })
       )
 
     const attempt = (method: FundingMethod, requestId: string, image: Uint8Array, payload: AnalyzeRequest) =>
@@ -90,9 +137,7 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
         Effect.flatMap((settled) => complete(requestId, result, settled))
       )
 
-    return handlers.handle(
-      "analyze",
-      ({ headers, payload }) =>
+    const analyze = ({ authorization, idempotencyKey, payload, paymentSignature }: AnalyzeCall) =>
         Effect.gen(function* () {
           const inspected = inspectImage(payload.image_base64, payload.mime_type)
           if (Either.isLeft(inspected)) {
@@ -102,16 +147,13 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
               : new InvalidRequest({ error: { code: reason, message } })
           }
           const image = inspected.right.bytes
-          const found = yield* funding.identify({
-            authorization: Option.fromNullable(headers.authorization),
-            paymentSignature: Option.fromNullable(headers["payment-signature"])
-          })
+          const found = yield* funding.identify({ authorization, paymentSignature })
           if (Option.isNone(found)) return yield* funding.challenge
           const method = found.value
           const { abandoned, claim } = yield* store
             .claim({
               payer: method.payer.id,
-              idempotencyKey: headers["idempotency-key"],
+              idempotencyKey,
               fingerprint: inputFingerprint(image, payload),
               funding: method.payer.kind,
               leaseMs
@@ -120,7 +162,7 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
           yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })
           switch (claim._tag) {
             case "Replay":
-              return yield* Effect.as(withPaymentResponse(claim.paymentResponse), claim.result)
+              return { result: claim.result, paymentResponse: claim.paymentResponse }
             case "InProgress":
               return yield* new Conflict({
                 error: { code: "in_progress", message: "this request is still running; retry it unchanged", request_id: claim.requestId }
@@ -142,8 +184,34 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
             case "Started":
               return yield* attempt(method, claim.requestId, image, payload)
           }
-        }).pipe(withRetryAfter),
+        })
+
+    return AnalyzeRequests.of({ analyze })
+  })
+)
+
+/** POST /v1/analyze over REST: the receipt and Retry-After travel as headers. */
+export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (handlers) =>
+  Effect.map(AnalyzeRequests, (requests) =>
+    handlers.handle(
+      "analyze",
+      ({ headers, payload }) =>
+        requests
+          .analyze({
+            idempotencyKey: headers["idempotency-key"],
+            authorization: Option.fromNullable(headers.authorization),
+            paymentSignature: Option.fromNullable(headers["payment-signature"]),
+            payload
+          })
+          .pipe(
+            Effect.tap(({ paymentResponse }) =>
+              Option.match(paymentResponse, { onNone: () => Effect.void, onSome: (value) => setResponseHeader("payment-response", value) })
+            ),
+            Effect.map(({ result }) => result),
+            withRetryAfter
+          ),
+      // A caller who hangs up does not cancel a paid analysis: it completes and can be replayed.
       { uninterruptible: true }
     )
-  })
+  )
 )
