@@ -20,13 +20,22 @@ export class DatabaseUnavailable extends Data.TaggedError("DatabaseUnavailable")
 const POOL_SIZE = 8
 
 /** Starts PGlite on a private unix socket so the ordinary pg driver can talk to it. */
-export const embedded = (dataDir: string) =>
+export const embedded = (dataDir: string, options: { readonly loadDataDir?: Blob } = {}) =>
+  Effect.map(startEmbedded(dataDir, options), (started) => started.target)
+
+/** Like `embedded`, also giving a snapshot of the database files (to clone in-memory databases quickly). */
+export const startEmbedded = (dataDir: string, options: { readonly loadDataDir?: Blob } = {}) =>
   Effect.gen(function* () {
     const inMemory = dataDir === "memory://"
     if (!inMemory) yield* Effect.promise(() => mkdir(resolve(dataDir), { recursive: true }))
     const db = yield* Effect.acquireRelease(
       Effect.tryPromise({
-        try: () => PGlite.create({ dataDir: inMemory ? undefined : resolve(dataDir), extensions: { pg_trgm } }),
+        try: () =>
+          PGlite.create({
+            dataDir: inMemory ? undefined : resolve(dataDir),
+            extensions: { pg_trgm },
+            ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {})
+          }),
         catch: (cause) => new DatabaseUnavailable({ message: `cannot open the embedded database in ${dataDir}`, cause })
       }),
       (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
@@ -47,7 +56,8 @@ export const embedded = (dataDir: string) =>
       }),
       (server) => Effect.promise(() => server.stop()).pipe(Effect.ignore)
     )
-    return { host: socketDir, port: 5432, database: "postgres", username: "postgres" }
+    const target: PgTarget = { host: socketDir, port: 5432, database: "postgres", username: "postgres" }
+    return { target, snapshot: Effect.promise(() => db.dumpDataDir("none")) }
   })
 
 export interface PgTarget {

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "@effect/experimental"
 import { Effect, Layer, Redacted } from "effect"
-import { embedded, layerFor } from "../../src/db/Database.ts"
+import { embedded, layerFor, startEmbedded } from "../../src/db/Database.ts"
 
 export const realPostgresUrl = process.env["TEST_DATABASE_URL"]
 
@@ -29,6 +29,21 @@ const withSearchPath = (url: string, schema: string) => {
   return u.toString()
 }
 
+/** A migrated in-memory database, made once per test process and cloned for each test (~0.4 s instead of ~2 s). */
+let template: Promise<Blob> | undefined
+const migratedTemplate = Effect.promise(() => {
+  template ??= Effect.runPromise(
+    Effect.scoped(
+      Effect.gen(function* () {
+        const started = yield* startEmbedded("memory://")
+        yield* Layer.build(layerFor(started.target))
+        return yield* started.snapshot
+      })
+    ).pipe(Effect.orDie)
+  )
+  return template
+})
+
 /** Real PostgreSQL (fresh schema) when TEST_DATABASE_URL is set, otherwise in-memory PGlite. */
 export const TestDatabase = Layer.unwrapScoped(
   Effect.gen(function* () {
@@ -36,7 +51,7 @@ export const TestDatabase = Layer.unwrapScoped(
       const schema = yield* freshSchema
       return layerFor({ url: Redacted.make(withSearchPath(realPostgresUrl, schema)) })
     }
-    return layerFor(yield* embedded("memory://"))
+    return layerFor(yield* embedded("memory://", { loadDataDir: yield* migratedTemplate }))
   })
 )
 
