@@ -24,12 +24,14 @@ export const baseEnv: Readonly<Record<string, string>> = {
 export const startServer = (options: {
   readonly env?: Readonly<Record<string, string>>
   readonly dependencies: Layer.Layer<Dependencies, unknown, AppConfig | SqlClient.SqlClient | PgClient.PgClient>
+  /** A database already built by the test (to share it between servers or inspect it); default: a fresh one. */
+  readonly database?: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient>
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const config = AppConfig.fromEnv({ ...baseEnv, ...options.env }).pipe(Layer.orDie)
     const app = serveWith(options.dependencies).pipe(
       Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })),
-      Layer.provide(TestDatabase),
+      Layer.provide(options.database ?? TestDatabase),
       Layer.provide(config),
       Layer.orDie
     )

@@ -1,0 +1,101 @@
+// The request lifecycle over time (TestClock): replay for 24 hours, 410 after, purge, and takeover after a crash.
+import { PgClient } from "@effect/sql-pg"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, Option, TestClock } from "effect"
+import { Funding } from "../../src/analysis/Funding.ts"
+import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { inputFingerprint } from "../../src/analysis/http.ts"
+import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
+import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
+import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
+import { Limits } from "../../src/limits/Limits.ts"
+import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
+import { errorCode, send } from "../support/http.ts"
+import { makeImage } from "../support/images.ts"
+import { chickenRice } from "../support/meals.ts"
+import { TestDatabase } from "../support/database.ts"
+import { startServer } from "../support/server.ts"
+
+const photo = await makeImage(320, 240, "jpeg")
+const body = { image_base64: photo.base64, mime_type: photo.mime }
+
+const setup = Effect.gen(function* () {
+  const fake = yield* startFakeOpenAI()
+  fake.setFallback(Reply.answer(chickenRice))
+  const database = yield* Layer.build(TestDatabase.pipe(Layer.orDie))
+  const funding = yield* Layer.build(fundingMemory({ alice: 10, bob: 10 }))
+  const { url } = yield* startServer({
+    env: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url },
+    dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, Layer.succeedContext(funding), Limits.unlimited),
+    database: Layer.succeedContext(database)
+  })
+  const analyze = (key: string, who = "alice") =>
+    Effect.promise(() => send(`${url}/v1/analyze`, { body, headers: { "idempotency-key": key, authorization: `Bearer memory_${who}` } }))
+  return { fake, analyze, database, funding, ledger: Context.get(funding, FundingMemoryLedger) }
+})
+
+describe("request lifecycle", () => {
+  it.scoped("a completed result replays for 24 hours, then 410; the next new request purges its text", () =>
+    Effect.gen(function* () {
+      const { analyze, database, fake, ledger } = yield* setup
+      const first = yield* analyze("lifecycle-replay-0001")
+      expect(first.status).toBe(200)
+      yield* TestClock.adjust("23 hours")
+      const replay = yield* analyze("lifecycle-replay-0001")
+      expect(replay.status).toBe(200)
+      expect(replay.body).toEqual(first.body)
+      yield* TestClock.adjust("1 hour")
+      const gone = yield* analyze("lifecycle-replay-0001")
+      expect(gone.status).toBe(410)
+      expect(errorCode(gone)).toBe("result_expired")
+      expect(gone.body).toMatchObject({ error: { request_id: (first.body as { request_id: string }).request_id } })
+      expect(fake.requests).toHaveLength(1)
+      expect(yield* ledger.balances).toEqual({ alice: 9, bob: 10 })
+
+      const sql = Context.get(database, PgClient.PgClient)
+      const stored = sql<{ n: number }>`SELECT count(*)::int AS n FROM analysis_requests WHERE result IS NOT NULL`
+      expect((yield* stored)[0]!.n).toBe(1)
+      expect((yield* analyze("lifecycle-replay-0002", "bob")).status).toBe(200)
+      // The expired text is gone; only the new result is kept. The request itself is still on record.
+      expect((yield* stored)[0]!.n).toBe(1)
+      const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM analysis_requests`
+      expect(rows[0]!.n).toBe(2)
+      expect((yield* analyze("lifecycle-replay-0001")).status).toBe(410)
+    }))
+
+  it.scoped("an attempt abandoned by a crashed instance is taken over after its lease and its credit returned", () =>
+    Effect.gen(function* () {
+      const { analyze, database, funding, ledger } = yield* setup
+      // An instance claims the key, reserves a credit, and dies before finishing.
+      const crashed = yield* Effect.gen(function* () {
+        const store = yield* RequestStore
+        const method = yield* Effect.flatMap(Funding, (f) =>
+          f.identify({ authorization: Option.some("Bearer memory_alice"), paymentSignature: Option.none() })
+        )
+        const { claim } = yield* store.claim({
+          payer: Option.getOrThrow(method).payer.id,
+          idempotencyKey: "lifecycle-crash-0001",
+          fingerprint: inputFingerprint(photo.bytes, { ...body, language: "en" }),
+          funding: "credit",
+          leaseMs: 60_000
+        })
+        if (claim._tag !== "Started") return yield* Effect.dieMessage("expected a new attempt")
+        yield* Option.getOrThrow(method).reserve(claim.requestId)
+        return claim.requestId
+      }).pipe(Effect.provide(RequestStoreLive), Effect.provide(Layer.succeedContext(database)), Effect.provide(Layer.succeedContext(funding)))
+      expect(yield* ledger.balances).toEqual({ alice: 9, bob: 10 })
+      expect(crashed).toEqual(expect.any(String))
+
+      // Within the lease the key is busy.
+      const busy = yield* analyze("lifecycle-crash-0001")
+      expect(busy.status).toBe(409)
+      expect(errorCode(busy)).toBe("in_progress")
+      yield* TestClock.adjust("61 seconds")
+      const taken = yield* analyze("lifecycle-crash-0001")
+      expect(taken.status, taken.text).toBe(200)
+      expect(taken.body).not.toMatchObject({ request_id: crashed })
+      // The crashed attempt's credit came back; only the completed attempt was paid for.
+      expect(yield* ledger.balances).toEqual({ alice: 9, bob: 10 })
+      expect(yield* ledger.reserved).toBe(0)
+    }))
+})
