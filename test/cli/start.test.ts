@@ -1,0 +1,111 @@
+// `npm start` on a fresh checkout: serves with no settings, and its embedded database survives a restart.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { newCreditKey } from "../../src/credits/keys.ts"
+import { type FakeStripe, startFakeStripe } from "../support/fakeStripe.ts"
+import { send } from "../support/http.ts"
+
+const root = join(import.meta.dirname, "../..")
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const address = probe.address()
+      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0))
+    })
+  })
+
+const waitForHealth = async (url: string, child: ChildProcess, output: () => string) => {
+  for (let i = 0; i < 200; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${output()}`)
+    try {
+      const answer = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })
+      if (answer.ok) return answer
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`server did not answer /health: ${output()}`)
+}
+
+const stop = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null) return resolve()
+    child.once("exit", () => resolve())
+    child.kill("SIGTERM")
+  })
+
+/** Runs the built CLI like `npm start` does, with only the given settings. */
+const serve = async (env: Record<string, string>) => {
+  const port = await freePort()
+  let output = ""
+  const child = spawn(process.execPath, [join(root, "bin/morsel.js"), "serve"], {
+    cwd: root,
+    env: { PATH: process.env["PATH"] ?? "", PORT: String(port), ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  child.stdout?.on("data", (chunk) => (output += chunk))
+  child.stderr?.on("data", (chunk) => (output += chunk))
+  const url = `http://127.0.0.1:${port}`
+  await waitForHealth(url, child, () => output)
+  return { url, child, output: () => output }
+}
+
+describe("npm start", () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "morsel-start-"))
+  let stripe: FakeStripe
+
+  beforeAll(async () => {
+    execFileSync("npm", ["run", "build"], { cwd: root, stdio: "ignore" })
+    stripe = await startFakeStripe()
+  }, 120_000)
+  afterAll(async () => {
+    await stripe?.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it("serves with no settings at all", async () => {
+    const server = await serve({ MORSEL_DATA_DIR: join(dataDir, "bare") })
+    try {
+      const health = await send(`${server.url}/health`)
+      expect(health.body).toMatchObject({ status: "ok", payment_network: "eip155:8453", x402_enabled: false, card_credits_enabled: false })
+      const analyze = await send(`${server.url}/v1/analyze`, {
+        body: { image_base64: "AAAA", mime_type: "image/png" },
+        headers: { "idempotency-key": "fresh-start-check-1" }
+      })
+      expect(analyze.status).toBe(400)
+    } finally {
+      await stop(server.child)
+    }
+  }, 60_000)
+
+  it("keeps purchased credits across a restart (embedded database on disk)", async () => {
+    const env = { MORSEL_DATA_DIR: join(dataDir, "shop"), ...stripe.env }
+    const key = newCreditKey(true)
+    const auth = { authorization: `Bearer ${key}` }
+    const first = await serve(env)
+    try {
+      const checkout = await send(`${first.url}/v1/credits/checkout`, { body: { order_id: crypto.randomUUID() }, headers: auth })
+      expect(checkout.status, checkout.text).toBe(200)
+      const sessionId = (checkout.body as { session_id: string }).session_id
+      stripe.pay(sessionId)
+      const confirm = await send(`${first.url}/v1/credits/confirm`, { body: { session_id: sessionId }, headers: auth })
+      expect(confirm.body).toMatchObject({ credits_remaining: 500, blocked: false, test_mode: true })
+    } finally {
+      await stop(first.child)
+    }
+    const second = await serve(env)
+    try {
+      const balance = await send(`${second.url}/v1/credits/balance`, { headers: auth })
+      expect(balance.status).toBe(200)
+      expect(balance.body).toMatchObject({ credits_remaining: 500, blocked: false, test_mode: true })
+    } finally {
+      await stop(second.child)
+    }
+  }, 90_000)
+})
