@@ -18,7 +18,7 @@ export const send = async (
     ...(hasBody ? { body: init.rawBody ?? JSON.stringify(init.body) } : {})
   })
   const text = await response.text()
-  let body: unknown = undefined
+  let body: unknown
   try {
     body = JSON.parse(text)
   } catch {
