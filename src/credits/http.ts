@@ -1,25 +1,15 @@
 /** HTTP handlers of the credits group (SPEC §4.3–4.7) and the Bearer key middleware. */
-import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
 import { InvalidRequest } from "../domain/errors.ts"
 import { CreditKey, CreditKeyAuth, MorselApi } from "../http/Api.ts"
+import { setResponseHeader, withRetryAfter } from "../http/headers.ts"
 import { Checkout } from "./Checkout.ts"
 import { feedbackLimited, invalidKey, orStorageUnavailable, paymentsUnavailable } from "./failures.ts"
 import { Feedback } from "./Feedback.ts"
 import { KeyFingerprints, parseCreditKey } from "./keys.ts"
 import { type Account, creditsRemaining, Ledger, PACK_CREDITS } from "./Ledger.ts"
-
-/** Retry-After for 503 answers of an unavailable dependency (CONTRACT: a small number of seconds). */
-const UNAVAILABLE_RETRY_AFTER_SECONDS = 5
-
-const setRetryAfter = (seconds: number) =>
-  HttpApp.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(seconds)))
-  )
-
-const withUnavailableRetryAfter = <A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.tapError(effect, (error) => (error._tag === "ServiceUnavailable" ? setRetryAfter(UNAVAILABLE_RETRY_AFTER_SECONDS) : Effect.void))
 
 /** The Bearer middleware: a well-formed key of this server's mode passes; whether it is known is the handler's call. */
 export const CreditKeyAuthLive = Layer.effect(
@@ -62,7 +52,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
     const requirePayments = Option.isSome(config.stripe) ? Effect.void : Effect.fail(paymentsUnavailable())
 
     return handlers
-      .handle("balance", () => knownAccount.pipe(Effect.map(balanceOf), withUnavailableRetryAfter))
+      .handle("balance", () => knownAccount.pipe(Effect.map(balanceOf), withRetryAfter))
       .handle("checkout", ({ payload }) =>
         Effect.gen(function* () {
           yield* requirePayments
@@ -77,7 +67,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
                 credits: PACK_CREDITS,
                 amount_usd: "5.00" as const
               }
-        }).pipe(withUnavailableRetryAfter)
+        }).pipe(withRetryAfter)
       )
       .handle("confirm", ({ payload }) =>
         Effect.gen(function* () {
@@ -94,7 +84,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
           yield* checkout.confirm(account.fingerprint, payload.session_id)
           const after = yield* orStorageUnavailable(ledger.account(account.fingerprint))
           return balanceOf(Option.getOrElse(after, () => account))
-        }).pipe(withUnavailableRetryAfter)
+        }).pipe(withRetryAfter)
       )
       .handle("checkoutStatus", ({ payload }) =>
         Effect.gen(function* () {
@@ -108,7 +98,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
             ...balanceOf(Option.getOrElse(after, () => account)),
             ...Option.match(view.checkoutUrl, { onNone: () => ({}), onSome: (url) => ({ checkout_url: url }) })
           }
-        }).pipe(withUnavailableRetryAfter)
+        }).pipe(withRetryAfter)
       )
       .handle("feedback", ({ payload }) =>
         Effect.gen(function* () {
@@ -117,7 +107,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
             .submit(account.fingerprint, { requestId: payload.request_id, category: payload.category, note: payload.note })
             .pipe(
               Effect.catchTag("FeedbackLimited", (limited) =>
-                setRetryAfter(limited.retryAfterSeconds).pipe(
+                setResponseHeader("retry-after", String(limited.retryAfterSeconds)).pipe(
                   Effect.zipRight(
                     Effect.fail(
                       feedbackLimited(
@@ -132,7 +122,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
               orStorageUnavailable
             )
           return { recorded: true as const, duplicate: receipt.duplicate, request_id: payload.request_id }
-        }).pipe(withUnavailableRetryAfter)
+        }).pipe(withRetryAfter)
       )
   })
 )

@@ -22,10 +22,18 @@ export const retryAfterSeconds = (error: TooManyRequests | ServiceUnavailable): 
   }
 }
 
-/** Adds Retry-After to whatever 429 or 503 the effect fails with. */
+/** Adds Retry-After to whatever 429 or 503 the effect fails with, unless a more precise one was already set. */
 export const withRetryAfter = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.tapError(effect, (error) =>
-    isRetryable(error) ? setResponseHeader("retry-after", String(retryAfterSeconds(error))) : Effect.void
+    isRetryable(error)
+      ? HttpApp.appendPreResponseHandler((_request, response) =>
+          Effect.succeed(
+            response.headers["retry-after"] === undefined
+              ? HttpServerResponse.setHeader(response, "retry-after", String(retryAfterSeconds(error)))
+              : response
+          )
+        )
+      : Effect.void
   )
 
 const isRetryable = (error: unknown): error is TooManyRequests | ServiceUnavailable =>
