@@ -7,7 +7,8 @@ import { AnalyzerLive } from "./analysis/Analyzer.ts"
 import type { Funding } from "./analysis/Funding.ts"
 import { FundingRouterLive } from "./analysis/FundingRouter.ts"
 import { AnalysisHttpLive, AnalyzeRequestsLive } from "./analysis/http.ts"
-import { RequestStoreLive } from "./analysis/RequestStore.ts"
+import { RequestStore, RequestStoreLive } from "./analysis/RequestStore.ts"
+import { StaleAttemptSweeperLive } from "./analysis/sweeper.ts"
 import type { VisionModel } from "./analysis/VisionModel.ts"
 import { VisionModelLive } from "./analysis/VisionModelLive.ts"
 import { AppConfig } from "./config.ts"
@@ -18,8 +19,9 @@ import { FoodDbLive } from "./foods/FoodDbLive.ts"
 import { MorselApi } from "./http/Api.ts"
 import { HealthHttpLive } from "./http/health.ts"
 import { TransportGuard } from "./http/transport.ts"
-import { x402Unavailable } from "./http/unavailable.ts"
 import { Limits } from "./limits/Limits.ts"
+import { PaymentResolutions } from "./x402/Reconciler.ts"
+import { X402Funding, X402Layer } from "./x402/X402Funding.ts"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(MorselApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([HealthHttpLive, AnalysisHttpLive, CreditsApiLive])
@@ -42,15 +44,32 @@ export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, DocsRoute, NotFou
 /** The outside dependencies of the analysis, replaceable in tests. */
 export type Dependencies = VisionModel | FoodDb | Funding | Limits
 
-/** The features' own services on PostgreSQL; needs AppConfig and SqlClient. */
-export const FeatureServices = CreditsServicesLive
+/** Payments the x402 reconciler settles or fails in the background update their analysis requests. */
+const PaymentResolutionsLive = Layer.effect(
+  PaymentResolutions,
+  Effect.map(RequestStore, (store) =>
+    PaymentResolutions.of({
+      settled: (requestId, paymentResponse) =>
+        store.settlePending(requestId, paymentResponse).pipe(Effect.catchAll((error) => Effect.logError("saving a settled payment failed", error))),
+      failed: (requestId) =>
+        store.fail(requestId, "payment_failed", false).pipe(Effect.catchAll((error) => Effect.logError("saving a failed payment failed", error)))
+    })
+  )
+)
 
-const FundingLive = FundingRouterLive(
-  Effect.map(CreditFunding, (credits) => ({
-    credit: credits,
-    x402: { identify: () => Effect.fail(x402Unavailable), abandon: () => Effect.void },
-    challenge: Effect.fail(x402Unavailable)
-  }))
+/** The features' own services on PostgreSQL; needs AppConfig, SqlClient and RequestStore. */
+export const FeatureServices = Layer.merge(CreditsServicesLive, X402Layer().pipe(Layer.provide(PaymentResolutionsLive)))
+
+/** Card credits for a Bearer key, x402 for a PAYMENT-SIGNATURE. */
+export const FundingLive = FundingRouterLive(
+  Effect.gen(function* () {
+    const credit = yield* CreditFunding
+    const x402 = yield* X402Funding
+    return {
+      credit,
+      x402: { identify: x402.identify, abandon: x402.release, challenge: x402.challenge, challengeWith: x402.challengeWith }
+    }
+  })
 )
 
 /** The outside dependencies as they run in production. */
@@ -58,11 +77,12 @@ export const LiveDependencies = Layer.mergeAll(VisionModelLive, FoodDbLive, Fund
 
 /** Serves Routes with the analysis pipeline on the given dependencies; needs AppConfig, the database and an HTTP server. */
 export const serveWith = <E, R>(dependencies: Layer.Layer<Dependencies, E, R>) =>
-  HttpLayerRouter.serve(Routes, { disableListenLog: true }).pipe(
+  Layer.merge(HttpLayerRouter.serve(Routes, { disableListenLog: true }), StaleAttemptSweeperLive).pipe(
     Layer.provide(AnalyzeRequestsLive),
-    Layer.provide(Layer.mergeAll(AnalyzerLive, RequestStoreLive)),
+    Layer.provide(AnalyzerLive),
     Layer.provide(dependencies),
-    Layer.provide(FeatureServices)
+    Layer.provide(FeatureServices),
+    Layer.provide(RequestStoreLive)
   )
 
 /** The production server: settings from the environment, the configured database, a real port. */

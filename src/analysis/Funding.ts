@@ -17,8 +17,11 @@ export interface Settled {
 }
 
 export interface Reservation {
-  /** Consume the reserved credit or settle the payment; only called with a validated result. */
-  readonly commit: Effect.Effect<Settled, ServiceUnavailable>
+  /**
+   * Consume the reserved credit or settle the payment; only called with a validated result. A payment that can
+   * no longer happen (the payer drained the wallet meanwhile) fails with PaymentRequired and nothing is served.
+   */
+  readonly commit: Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
   /** Give back whatever was reserved; safe to call more than once. */
   readonly release: Effect.Effect<void>
 }

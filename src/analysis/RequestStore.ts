@@ -53,6 +53,8 @@ export class RequestStore extends Context.Tag("morsel/RequestStore")<
     readonly fail: (requestId: string, code: string, countsAsFailure: boolean) => Effect.Effect<void, SqlError.SqlError>
     readonly pending: (requestId: string, result: AnalysisResult, paymentResponse: Option.Option<string>) => Effect.Effect<void, SqlError.SqlError>
     readonly complete: (requestId: string, result: AnalysisResult, paymentResponse: Option.Option<string>) => Effect.Effect<void, SqlError.SqlError>
+    /** A pending payment was settled in the background: the saved result becomes a completed one. */
+    readonly settlePending: (requestId: string, paymentResponse: string) => Effect.Effect<void, SqlError.SqlError>
     /** Running attempts whose lease ran out are marked failed and returned for their reservations to be released. */
     readonly abandonStale: Effect.Effect<ReadonlyArray<Abandoned>, SqlError.SqlError>
   }
@@ -159,6 +161,12 @@ export const RequestStoreLive = Layer.effect(
         ).pipe(Effect.asVoid),
       pending: (requestId, result, paymentResponse) => finish(requestId, "payment_pending", result, paymentResponse),
       complete: (requestId, result, paymentResponse) => finish(requestId, "paid", result, paymentResponse),
+      settlePending: (requestId, paymentResponse) =>
+        Effect.flatMap(now, (at) =>
+          sql`
+            UPDATE analysis_requests SET status = 'paid', payment_response = ${paymentResponse}, completed_at = ${at}
+            WHERE request_id = ${requestId} AND status = 'payment_pending'`
+        ).pipe(Effect.asVoid),
       abandonStale: Effect.flatMap(now, (at) => abandonStaleAt(at, undefined))
     })
   })

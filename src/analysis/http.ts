@@ -119,9 +119,11 @@ export const AnalyzeRequestsLive = Layer.effect(
             ),
             Effect.tapError((error) => (error._tag === "AnalysisFailed" ? giveBack("invalid_result", true) : Effect.void))
           )
+        // A payment is saved as pending before it is submitted, so a crash mid-settlement loses no paid result.
+        if (method.payer.kind === "x402") yield* Effect.orDie(store.pending(requestId, result, Option.none()))
         const settled = yield* reservation.commit.pipe(
           Effect.tapError((error) =>
-            error.error.code === "payment_pending"
+            error._tag === "ServiceUnavailable" && error.error.code === "payment_pending"
               ? Effect.orDie(store.pending(requestId, result, Option.none()))
               : giveBack(error.error.code, false)
           )

@@ -98,4 +98,25 @@ describe("request lifecycle", () => {
       expect(yield* ledger.balances).toEqual({ alice: 9, bob: 10 })
       expect(yield* ledger.reserved).toBe(0)
     }))
+
+  it.scoped("nobody retries: the sweeper closes the abandoned attempt and returns its credit", () =>
+    Effect.gen(function* () {
+      const { database, funding, ledger } = yield* setup
+      yield* Effect.gen(function* () {
+        const store = yield* RequestStore
+        const method = Option.getOrThrow(
+          yield* Effect.flatMap(Funding, (f) => f.identify({ authorization: Option.some("Bearer memory_bob"), paymentSignature: Option.none() }))
+        )
+        const { claim } = yield* store.claim({ payer: method.payer.id, idempotencyKey: "lifecycle-orphan-01", fingerprint: "x", funding: "credit", leaseMs: 60_000 })
+        if (claim._tag !== "Started") return yield* Effect.dieMessage("expected a new attempt")
+        yield* method.reserve(claim.requestId)
+      }).pipe(Effect.provide(RequestStoreLive), Effect.provide(Layer.succeedContext(database)), Effect.provide(Layer.succeedContext(funding)))
+      expect(yield* ledger.balances).toEqual({ alice: 10, bob: 9 })
+      yield* TestClock.adjust("2 minutes")
+      yield* Effect.yieldNow()
+      const sql = Context.get(database, PgClient.PgClient)
+      const [row] = yield* sql<{ status: string; failure_code: string }>`SELECT status, failure_code FROM analysis_requests WHERE idempotency_key = 'lifecycle-orphan-01'`
+      expect(row).toEqual({ status: "failed", failure_code: "abandoned" })
+      expect(yield* ledger.balances).toEqual({ alice: 10, bob: 10 })
+    }))
 })

@@ -6,7 +6,7 @@ import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../src/config.ts"
-import { type Dependencies, serveWith } from "../../src/server.ts"
+import { type Dependencies, type FeatureServices, serveWith } from "../../src/server.ts"
 import { TestDatabase } from "./database.ts"
 
 export interface TestServer {
@@ -23,7 +23,11 @@ export const baseEnv: Readonly<Record<string, string>> = {
 /** Dependencies built by the test itself (`Layer.succeedContext`) stay inspectable by the test. */
 export const startServer = (options: {
   readonly env?: Readonly<Record<string, string>>
-  readonly dependencies: Layer.Layer<Dependencies, unknown, AppConfig | SqlClient.SqlClient | PgClient.PgClient>
+  readonly dependencies: Layer.Layer<
+    Dependencies,
+    unknown,
+    AppConfig | SqlClient.SqlClient | PgClient.PgClient | Layer.Layer.Success<typeof FeatureServices>
+  >
   /** A database already built by the test (to share it between servers or inspect it); default: a fresh one. */
   readonly database?: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient>
 }): Effect.Effect<TestServer, never, Scope.Scope> =>

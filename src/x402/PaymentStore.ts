@@ -1,0 +1,262 @@
+/** The x402 payment records in PostgreSQL: claims of single-use authorizations, submissions and outcomes. */
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Clock, Context, Data, Effect, Layer, Option } from "effect"
+import type { Hex } from "viem"
+
+export type PaymentState = "claimed" | "submitted" | "settled" | "failed"
+
+export interface PaymentRecord {
+  readonly requestId: string
+  readonly payer: string
+  readonly asset: string
+  readonly network: string
+  readonly payTo: string
+  readonly amount: string
+  readonly nonce: Hex
+  readonly digest: Hex
+  /** Unix seconds; after it the token refuses the authorization. */
+  readonly validBefore: bigint
+  readonly state: PaymentState
+  readonly settledBy: Option.Option<"self" | "facilitator">
+  readonly txHash: Option.Option<Hex>
+  readonly fromBlock: Option.Option<bigint>
+  readonly rawTransaction: Option.Option<Hex>
+  readonly paymentPayload: Option.Option<string>
+  readonly paymentResponse: Option.Option<string>
+  readonly failureReason: Option.Option<string>
+  readonly attempts: number
+  readonly updatedAt: Date
+}
+
+export interface NewClaim {
+  readonly requestId: string
+  readonly payer: string
+  readonly asset: string
+  readonly network: string
+  readonly payTo: string
+  readonly amount: string
+  readonly nonce: Hex
+  readonly digest: Hex
+  readonly validBefore: bigint
+}
+
+/** The authorization is already claimed by another request. */
+export class AuthorizationTaken extends Data.TaggedError("AuthorizationTaken")<{ readonly requestId: string }> {}
+
+/** The request already pays with another authorization that is past the point of no return. */
+export class RequestPaidOtherwise extends Data.TaggedError("RequestPaidOtherwise")<{ readonly state: PaymentState }> {}
+
+interface Row {
+  readonly request_id: string
+  readonly payer: string
+  readonly asset: string
+  readonly network: string
+  readonly pay_to: string
+  readonly amount: string
+  readonly auth_nonce: string
+  readonly authorization_digest: string
+  readonly valid_before: string | number | bigint
+  readonly state: PaymentState
+  readonly settled_by: "self" | "facilitator" | null
+  readonly tx_hash: string | null
+  readonly from_block: string | number | bigint | null
+  readonly raw_transaction: string | null
+  readonly payment_payload: string | null
+  readonly payment_response: string | null
+  readonly failure_reason: string | null
+  readonly attempts: number
+  readonly updated_at: Date
+}
+
+const hex = (s: string) => s as Hex
+
+const toRecord = (r: Row): PaymentRecord => ({
+  requestId: r.request_id,
+  payer: r.payer,
+  asset: r.asset,
+  network: r.network,
+  payTo: r.pay_to,
+  amount: r.amount,
+  nonce: hex(r.auth_nonce),
+  digest: hex(r.authorization_digest),
+  validBefore: BigInt(r.valid_before),
+  state: r.state,
+  settledBy: Option.fromNullable(r.settled_by),
+  txHash: Option.fromNullable(r.tx_hash).pipe(Option.map(hex)),
+  fromBlock: Option.fromNullable(r.from_block).pipe(Option.map((b) => BigInt(b))),
+  rawTransaction: Option.fromNullable(r.raw_transaction).pipe(Option.map(hex)),
+  paymentPayload: Option.fromNullable(r.payment_payload),
+  paymentResponse: Option.fromNullable(r.payment_response),
+  failureReason: Option.fromNullable(r.failure_reason),
+  attempts: r.attempts,
+  updatedAt: r.updated_at
+})
+
+export class PaymentStore extends Context.Tag("morsel/x402/PaymentStore")<
+  PaymentStore,
+  {
+    readonly get: (requestId: string) => Effect.Effect<Option.Option<PaymentRecord>, SqlError.SqlError>
+    /** Which request holds this authorization, if any. */
+    readonly holder: (asset: string, payer: string, nonce: Hex) => Effect.Effect<Option.Option<string>, SqlError.SqlError>
+    /**
+     * Claim the authorization for the request. Idempotent for the same request and authorization; a claim
+     * of the same request with another authorization replaces it while nothing was submitted.
+     */
+    readonly claim: (c: NewClaim) => Effect.Effect<PaymentRecord, AuthorizationTaken | RequestPaidOtherwise | SqlError.SqlError>
+    /** Forget a claim on which nothing was submitted; true when one was removed. */
+    readonly release: (requestId: string) => Effect.Effect<boolean, SqlError.SqlError>
+    /**
+     * The single point of submission: claimed → submitted, with the transaction hash when it is known
+     * before broadcast. Exactly one caller wins; the others get None.
+     */
+    readonly markSubmitted: (
+      requestId: string,
+      submission: {
+        readonly by: "self" | "facilitator"
+        readonly txHash: Option.Option<Hex>
+        readonly fromBlock: Option.Option<bigint>
+        readonly rawTransaction: Option.Option<Hex>
+        readonly paymentPayload: Option.Option<string>
+      }
+    ) => Effect.Effect<Option.Option<PaymentRecord>, SqlError.SqlError>
+    /** Record the transaction that now carries a submitted payment (a later hash from a facilitator, a re-signed transfer). */
+    readonly recordTransaction: (
+      requestId: string,
+      tx: { readonly txHash: Hex; readonly rawTransaction: Option.Option<Hex>; readonly fromBlock: Option.Option<bigint> }
+    ) => Effect.Effect<void, SqlError.SqlError>
+    readonly markSettled: (requestId: string, txHash: Hex, paymentResponse: string) => Effect.Effect<PaymentRecord, SqlError.SqlError>
+    readonly markFailed: (requestId: string, reason: string) => Effect.Effect<PaymentRecord, SqlError.SqlError>
+    readonly countAttempt: (requestId: string) => Effect.Effect<void, SqlError.SqlError>
+    /** Submitted payments untouched since `before`: what the reconciler looks at. */
+    readonly submittedBefore: (before: Date, limit: number) => Effect.Effect<ReadonlyArray<PaymentRecord>, SqlError.SqlError>
+  }
+>() {}
+
+const columns = `request_id, payer, asset, network, pay_to, amount, auth_nonce, authorization_digest, valid_before, state,
+  settled_by, tx_hash, from_block, raw_transaction, payment_payload, payment_response, failure_reason, attempts, updated_at`
+
+export const PaymentStoreLive = Layer.effect(
+  PaymentStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+    const cols = sql.literal(columns)
+
+    const get = (requestId: string) =>
+      sql<Row>`SELECT ${cols} FROM x402_payments WHERE request_id = ${requestId}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toRecord)))
+      )
+
+    const one = (rows: ReadonlyArray<Row>, what: string) =>
+      rows[0] ? Effect.succeed(toRecord(rows[0])) : Effect.dieMessage(`x402 payment row vanished while ${what}`)
+
+    const claim = (c: NewClaim): Effect.Effect<PaymentRecord, AuthorizationTaken | RequestPaidOtherwise | SqlError.SqlError> =>
+      Effect.gen(function* () {
+        const at = yield* now
+        // ON CONFLICT DO NOTHING covers both keys: the request's row and the authorization's row.
+        const inserted = yield* sql<Row>`
+          INSERT INTO x402_payments (request_id, payer, asset, network, pay_to, amount, auth_nonce, authorization_digest,
+            valid_before, state, created_at, updated_at)
+          VALUES (${c.requestId}, ${c.payer}, ${c.asset}, ${c.network}, ${c.payTo}, ${c.amount}, ${c.nonce}, ${c.digest},
+            ${c.validBefore.toString()}, 'claimed', ${at}, ${at})
+          ON CONFLICT DO NOTHING
+          RETURNING ${cols}`
+        if (inserted[0]) return toRecord(inserted[0])
+        const holderOf = yield* sql<{ request_id: string }>`
+          SELECT request_id FROM x402_payments WHERE asset = ${c.asset} AND payer = ${c.payer} AND auth_nonce = ${c.nonce}`
+        const held = holderOf[0]?.request_id
+        if (held !== undefined && held !== c.requestId) return yield* Effect.fail(new AuthorizationTaken({ requestId: held }))
+        const existing = yield* get(c.requestId)
+        if (Option.isNone(existing)) {
+          // Released between the insert and the look-up: claim again.
+          return yield* claim(c)
+        }
+        const row = existing.value
+        if (row.digest === c.digest) return row
+        if (row.state !== "claimed") return yield* Effect.fail(new RequestPaidOtherwise({ state: row.state }))
+        const replaced = yield* sql<Row>`
+          UPDATE x402_payments SET payer = ${c.payer}, asset = ${c.asset}, network = ${c.network}, pay_to = ${c.payTo},
+            amount = ${c.amount}, auth_nonce = ${c.nonce}, authorization_digest = ${c.digest},
+            valid_before = ${c.validBefore.toString()}, updated_at = ${at}
+          WHERE request_id = ${c.requestId} AND state = 'claimed'
+          RETURNING ${cols}`.pipe(
+          Effect.catchIf(
+            (e) => /unique|duplicate|23505/i.test(String(e.cause ?? e.message)),
+            () => Effect.succeed([] as ReadonlyArray<Row>)
+          )
+        )
+        if (replaced[0]) return toRecord(replaced[0])
+        return yield* claim(c)
+      })
+
+    return {
+      get,
+      holder: (asset, payer, nonce) =>
+        sql<{ request_id: string }>`
+          SELECT request_id FROM x402_payments WHERE asset = ${asset} AND payer = ${payer} AND auth_nonce = ${nonce}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]?.request_id))
+        ),
+      claim,
+      release: (requestId) =>
+        sql`DELETE FROM x402_payments WHERE request_id = ${requestId} AND state = 'claimed' RETURNING request_id`.pipe(
+          Effect.map((rows) => rows.length > 0)
+        ),
+      markSubmitted: (requestId, s) =>
+        Effect.gen(function* () {
+          const at = yield* now
+          const rows = yield* sql<Row>`
+            UPDATE x402_payments SET state = 'submitted', settled_by = ${s.by},
+              tx_hash = ${Option.getOrNull(s.txHash)},
+              from_block = ${Option.getOrNull(Option.map(s.fromBlock, String))},
+              raw_transaction = ${Option.getOrNull(s.rawTransaction)},
+              payment_payload = ${Option.getOrNull(s.paymentPayload)},
+              attempts = attempts + 1, updated_at = ${at}
+            WHERE request_id = ${requestId} AND state = 'claimed'
+            RETURNING ${cols}`
+          return Option.fromNullable(rows[0]).pipe(Option.map(toRecord))
+        }),
+      recordTransaction: (requestId, tx) =>
+        Effect.gen(function* () {
+          const at = yield* now
+          yield* sql`
+            UPDATE x402_payments SET tx_hash = ${tx.txHash},
+              raw_transaction = COALESCE(${Option.getOrNull(tx.rawTransaction)}, raw_transaction),
+              from_block = COALESCE(from_block, ${Option.getOrNull(Option.map(tx.fromBlock, String))}),
+              updated_at = ${at}
+            WHERE request_id = ${requestId} AND state = 'submitted'`
+        }),
+      markSettled: (requestId, txHash, paymentResponse) =>
+        Effect.gen(function* () {
+          const at = yield* now
+          // The signed transfer is no longer needed once the payment is final: keep only its digest and hash.
+          const rows = yield* sql<Row>`
+            UPDATE x402_payments SET state = 'settled', tx_hash = ${txHash}, payment_response = ${paymentResponse},
+              raw_transaction = NULL, payment_payload = NULL, updated_at = ${at}
+            WHERE request_id = ${requestId} AND state IN ('claimed', 'submitted')
+            RETURNING ${cols}`
+          if (rows[0]) return toRecord(rows[0])
+          return yield* get(requestId).pipe(Effect.flatMap((r) => (Option.isSome(r) ? Effect.succeed(r.value) : one([], "settling"))))
+        }),
+      markFailed: (requestId, reason) =>
+        Effect.gen(function* () {
+          const at = yield* now
+          const rows = yield* sql<Row>`
+            UPDATE x402_payments SET state = 'failed', failure_reason = ${reason},
+              raw_transaction = NULL, payment_payload = NULL, updated_at = ${at}
+            WHERE request_id = ${requestId} AND state IN ('claimed', 'submitted')
+            RETURNING ${cols}`
+          if (rows[0]) return toRecord(rows[0])
+          return yield* get(requestId).pipe(Effect.flatMap((r) => (Option.isSome(r) ? Effect.succeed(r.value) : one([], "failing"))))
+        }),
+      countAttempt: (requestId) =>
+        Effect.gen(function* () {
+          const at = yield* now
+          yield* sql`UPDATE x402_payments SET attempts = attempts + 1, updated_at = ${at} WHERE request_id = ${requestId}`
+        }),
+      submittedBefore: (before, limit) =>
+        sql<Row>`
+          SELECT ${cols} FROM x402_payments WHERE state = 'submitted' AND updated_at <= ${before}
+          ORDER BY updated_at LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toRecord)))
+    }
+  })
+)

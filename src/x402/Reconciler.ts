@@ -1,0 +1,92 @@
+/** The background reconciler: settles (or fails) submitted x402 payments that no caller came back for. */
+import { Cause, Clock, Context, Duration, Effect, Layer, Option, PubSub } from "effect"
+import { Payments } from "./Payments.ts"
+import { PaymentStore } from "./PaymentStore.ts"
+
+export interface ReconcilePass {
+  readonly examined: number
+  readonly settled: ReadonlyArray<{ readonly requestId: string; readonly paymentResponse: string }>
+  readonly failed: ReadonlyArray<{ readonly requestId: string; readonly reason: string }>
+  readonly pending: number
+}
+
+/** Told when a payment left pending reaches its end, so the request it pays for can follow (optional). */
+export class PaymentResolutions extends Context.Tag("morsel/x402/PaymentResolutions")<
+  PaymentResolutions,
+  {
+    readonly settled: (requestId: string, paymentResponse: string) => Effect.Effect<void>
+    readonly failed: (requestId: string, reason: string) => Effect.Effect<void>
+  }
+>() {}
+
+export class X402Reconciler extends Context.Tag("morsel/x402/X402Reconciler")<
+  X402Reconciler,
+  {
+    /** One pass over submitted payments untouched for a while (also what an operator's "reconcile now" runs). */
+    readonly runOnce: Effect.Effect<ReconcilePass>
+    /** Every finished pass, background or on demand. */
+    readonly passes: PubSub.PubSub<ReconcilePass>
+  }
+>() {}
+
+export interface ReconcilerOptions {
+  /** Pause between passes. */
+  readonly interval?: Duration.DurationInput
+  /** A payment is left to its own request while it was touched more recently than this. */
+  readonly minAge?: Duration.DurationInput
+  readonly batch?: number
+}
+
+export const emptyPass: ReconcilePass = { examined: 0, settled: [], failed: [], pending: 0 }
+
+/** Runs a pass every `interval` in a fiber tied to the layer's scope. */
+export const ReconcilerLive = (options: ReconcilerOptions = {}) =>
+  Layer.scoped(
+    X402Reconciler,
+    Effect.gen(function* () {
+      const payments = yield* Payments
+      const store = yield* PaymentStore
+      const resolutions = yield* Effect.serviceOption(PaymentResolutions)
+      const interval = Duration.decode(options.interval ?? "30 seconds")
+      const minAge = Duration.toMillis(options.minAge ?? "30 seconds")
+      const batch = options.batch ?? 50
+      const passes = yield* Effect.acquireRelease(PubSub.unbounded<ReconcilePass>(), PubSub.shutdown)
+
+      const runOnce = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const due = yield* store.submittedBefore(new Date(now - minAge), batch)
+        const settled: Array<{ requestId: string; paymentResponse: string }> = []
+        const failed: Array<{ requestId: string; reason: string }> = []
+        for (const record of due) {
+          const outcome = yield* payments.reconcile(record.requestId, Option.none(), false)
+          if (outcome._tag === "Settled") {
+            settled.push({ requestId: record.requestId, paymentResponse: outcome.paymentResponse })
+            if (Option.isSome(resolutions)) yield* resolutions.value.settled(record.requestId, outcome.paymentResponse)
+          } else if (outcome._tag === "Failed") {
+            failed.push({ requestId: record.requestId, reason: outcome.reason })
+            if (Option.isSome(resolutions)) yield* resolutions.value.failed(record.requestId, outcome.reason)
+          } else {
+            // Touch it so the next pass gives it a rest of minAge.
+            yield* store.countAttempt(record.requestId)
+          }
+        }
+        const pass: ReconcilePass = { examined: due.length, settled, failed, pending: due.length - settled.length - failed.length }
+        if (pass.examined > 0) yield* Effect.logInfo("x402 reconciliation pass", { settled: settled.length, failed: failed.length, pending: pass.pending })
+        yield* PubSub.publish(passes, pass)
+        return pass
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning("x402 reconciliation pass failed", Cause.pretty(cause)).pipe(Effect.as(emptyPass))
+        )
+      )
+
+      yield* Effect.forkScoped(Effect.forever(Effect.delay(runOnce, interval)))
+      return { runOnce, passes }
+    })
+  )
+
+/** When x402 is off there is nothing to reconcile. */
+export const ReconcilerDisabled = Layer.effect(
+  X402Reconciler,
+  Effect.map(PubSub.unbounded<ReconcilePass>(), (passes) => ({ runOnce: Effect.succeed(emptyPass), passes }))
+)

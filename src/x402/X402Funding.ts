@@ -1,0 +1,317 @@
+/** Per-call x402 funding of an analysis: challenge, verification before work, single-use claims, settlement after validation. */
+import type { SqlClient } from "@effect/sql"
+import type { PaymentRequirements } from "@x402/core/types"
+import { Clock, ConfigError, Context, Effect, Layer, Option } from "effect"
+import { type Address, getAddress } from "viem"
+import type { Payer, Settled } from "../analysis/Funding.ts"
+import { AppConfig } from "../config.ts"
+import { Conflict, PaymentRequired, ServiceUnavailable } from "../domain/errors.ts"
+import { EvmChain, EvmChainLive } from "./EvmChain.ts"
+import { type Outcome, Payments, PaymentsLive } from "./Payments.ts"
+import { PaymentStore, PaymentStoreLive } from "./PaymentStore.ts"
+import {
+  authorizationDigest,
+  challengeFailure,
+  type DecodedPayment,
+  decodePayment,
+  NETWORK,
+  pendingResponse,
+  receipt,
+  requirements,
+  setPaymentResponse,
+  setRetryAfter,
+  type Terms,
+  unavailable
+} from "./protocol.ts"
+import { ReconcilerDisabled, ReconcilerLive, type ReconcilerOptions, type X402Reconciler } from "./Reconciler.ts"
+import { FacilitatorSettlement, SelfSettlement } from "./Settlement.ts"
+import { FacilitatorVerifier, LocalVerifier, Verifier } from "./Verifier.ts"
+
+/** SPEC §7: a pending payment is retried after 60 seconds. */
+export const PENDING_RETRY_AFTER_SECONDS = 60
+
+export interface X402Reservation {
+  /** Settle the claimed payment; only called with a validated result. A failed payment means nothing is served. */
+  readonly commit: Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
+  /** Forget the claim: nothing was submitted and nothing ever will be. Safe to call more than once. */
+  readonly release: Effect.Effect<void>
+}
+
+export interface X402Method {
+  readonly payer: Payer
+  /** Verify the payment in full (signature, terms, balance, simulated transfer) and claim its authorization for the request. */
+  readonly reserve: (requestId: string) => Effect.Effect<X402Reservation, PaymentRequired | Conflict | ServiceUnavailable>
+  /** Finish the payment an earlier attempt of this request left pending. */
+  readonly resume: (requestId: string) => Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
+}
+
+export type ChallengeCode = "payment_required" | "insufficient_credits" | "key_paused"
+
+export class X402Funding extends Context.Tag("morsel/x402/X402Funding")<
+  X402Funding,
+  {
+    /** Whether x402 is on (X402_PAY_TO set). */
+    readonly enabled: boolean
+    /** Decode PAYMENT-SIGNATURE; an undecodable payment is a 402 `invalid_payment` with a fresh challenge. */
+    readonly identify: (paymentSignature: string) => Effect.Effect<X402Method, PaymentRequired>
+    /** The 402 price challenge (body and PAYMENT-REQUIRED header), or `x402_unavailable` when x402 is off. */
+    readonly challenge: Effect.Effect<never, PaymentRequired>
+    /** A 402 with another code (e.g. `insufficient_credits`) that still offers per-call payment when x402 is on. */
+    readonly challengeWith: (code: ChallengeCode, message: string) => Effect.Effect<never, PaymentRequired>
+    /** Give back the claim of an attempt that vanished (abandoned lease); a submitted payment is left to reconciliation. */
+    readonly release: (requestId: string) => Effect.Effect<void>
+  }
+>() {}
+
+const reasons: Record<string, string> = {
+  invalid_exact_evm_payload_authorization_valid_before: "the authorization has expired (validBefore is past or too close)",
+  invalid_exact_evm_payload_authorization_valid_after: "the authorization is not valid yet (validAfter is in the future)",
+  invalid_exact_evm_insufficient_balance: "the paying wallet holds less than the price (0.01 USDC)",
+  invalid_exact_evm_recipient_mismatch: "the authorization pays another address than the challenge's payTo",
+  invalid_exact_evm_payload_authorization_value_mismatch: "the authorization's amount is not exactly the price (10000)",
+  invalid_exact_evm_network_mismatch: `the payment is for another network than ${NETWORK}`,
+  invalid_exact_evm_signature: "the EIP-712 signature does not match the authorization and its signer",
+  invalid_exact_evm_nonce_already_used: "this authorization was already used on chain",
+  invalid_exact_evm_scheme: "the payment's scheme is not exact",
+  invalid_exact_evm_token_name_mismatch: "the payment was signed for another token domain (use name \"USD Coin\", version \"2\")",
+  invalid_exact_evm_token_version_mismatch: "the payment was signed for another token domain (use name \"USD Coin\", version \"2\")",
+  invalid_exact_evm_transaction_simulation_failed: "the transfer would fail on chain",
+  invalid_exact_evm_failed_to_parse_signature: "the signature cannot be parsed",
+  eip6492_factory_not_allowed: "smart-contract wallets are not supported; pay from an externally owned account",
+  unsupported_payload_type: "only EIP-3009 authorizations are accepted"
+}
+
+/** A reason code with words a person can act on. */
+export const explain = (reason: string): string => {
+  const words = reasons[reason]
+  return words ? `${words} (${reason})` : reason
+}
+
+const toSettled = (outcome: Outcome & { readonly _tag: "Settled" }): Settled => ({ paymentResponse: Option.some(outcome.paymentResponse) })
+
+const disabled: Context.Tag.Service<X402Funding> = {
+  enabled: false,
+  identify: () => unavailable,
+  challenge: unavailable,
+  challengeWith: (code, message) => Effect.fail(new PaymentRequired({ error: { code, message } })),
+  release: () => Effect.void
+}
+
+export const X402FundingLive = Layer.effect(
+  X402Funding,
+  Effect.gen(function* () {
+    const settings = yield* AppConfig
+    const store = yield* PaymentStore
+    const payments = yield* Payments
+    const verifier = yield* Verifier
+    const chain = yield* EvmChain
+    const payTo = yield* Option.match(settings.x402.payTo, {
+      onNone: () => Effect.dieMessage("X402FundingLive needs X402_PAY_TO"),
+      onSome: Effect.succeed
+    })
+    const terms: Terms = { payTo, asset: settings.x402.asset, publicBaseUrl: settings.publicBaseUrl }
+    const accepted: PaymentRequirements = requirements(terms)
+    const asset: Address = getAddress(settings.x402.asset)
+
+    const invalid = (message: string) => challengeFailure(terms, "invalid_payment", message)
+    const minimumValiditySeconds = Math.ceil((settings.analysisTimeoutMs + settings.x402.confirmTimeoutMs) / 1000) + 30
+
+    const unavailableNow = (what: string, requestId?: string): Effect.Effect<never, ServiceUnavailable> =>
+      setRetryAfter(5).pipe(
+        Effect.zipRight(
+          Effect.fail(
+            new ServiceUnavailable({
+              error: {
+                code: "payments_unavailable",
+                message: `${what}; nothing was charged, retry the same request shortly`,
+                ...(requestId ? { request_id: requestId } : {})
+              }
+            })
+          )
+        )
+      )
+
+    const settledOrFail =
+      (requestId: string, payment: DecodedPayment) =>
+      (outcome: Outcome): Effect.Effect<Settled, PaymentRequired | ServiceUnavailable> => {
+      switch (outcome._tag) {
+        case "Settled":
+          return Effect.succeed(toSettled(outcome))
+        case "Failed":
+          return invalid(`the payment could not be settled: ${explain(outcome.reason)}; nothing was charged and nothing is served, sign a new payment`)
+        case "Pending": {
+          const pendingReceipt = pendingResponse(outcome.txHash, payment.payer)
+          return setRetryAfter(PENDING_RETRY_AFTER_SECONDS).pipe(
+            Effect.zipRight(setPaymentResponse(receipt(pendingReceipt))),
+            Effect.zipRight(
+              Effect.fail(
+                new ServiceUnavailable({
+                  error: {
+                    code: "payment_pending",
+                    message:
+                      "The result is saved and the payment is being confirmed on chain. Retry the same request (same image, Idempotency-Key and PAYMENT-SIGNATURE) after 60 seconds; do not sign a new payment.",
+                    request_id: requestId
+                  },
+                  payment_response: pendingReceipt
+                })
+              )
+            )
+          )
+        }
+      }
+    }
+
+    const reservationFor = (requestId: string, payment: DecodedPayment): X402Reservation => ({
+      commit: payments
+        .settle(requestId, payment)
+        .pipe(Effect.flatMap(settledOrFail(requestId, payment)), Effect.annotateLogs({ request_id: requestId, payer: payment.payer })),
+      release: store.release(requestId).pipe(
+        Effect.tap((removed) => (removed ? Effect.logInfo("x402 claim released; nothing was submitted") : Effect.void)),
+        Effect.catchAll((e) => Effect.logWarning("x402 claim release failed", e.message)),
+        Effect.asVoid
+      )
+    })
+
+    const reserve = (payment: DecodedPayment) => (requestId: string) =>
+      Effect.gen(function* () {
+        const digest = authorizationDigest(asset, payment.authorization)
+        const nonce = payment.authorization.nonce
+        const reused = () =>
+          new Conflict({
+            error: {
+              code: "authorization_reused",
+              message: "This payment authorization already pays for another request; sign a new payment for a new Idempotency-Key",
+              request_id: requestId
+            }
+          })
+        const holder = yield* store.holder(asset.toLowerCase(), payment.payer, nonce).pipe(
+          Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId))
+        )
+        if (Option.isSome(holder) && holder.value !== requestId) return yield* Effect.fail(reused())
+        if (Option.isSome(holder)) {
+          // This request already holds the authorization; past its submission the chain, not a new check, decides.
+          const held = yield* store.get(requestId).pipe(Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId)))
+          if (Option.isSome(held) && held.value.digest === digest && held.value.state !== "claimed") return reservationFor(requestId, payment)
+        }
+        // SPEC §1: externally owned wallets only.
+        const isContract = yield* chain.hasCode(payment.authorization.from).pipe(
+          Effect.catchAll(() => unavailableNow("the payment chain cannot be reached", requestId))
+        )
+        if (isContract) return yield* invalid("smart-contract wallets are not supported; pay from an externally owned account")
+        const verdict = yield* verifier.verify(payment.payload, accepted).pipe(
+          Effect.catchAll((e) =>
+            Effect.logWarning("x402 verification unavailable", e.message).pipe(
+              Effect.zipRight(unavailableNow("the payment cannot be verified right now", requestId))
+            )
+          )
+        )
+        if (!verdict.isValid) {
+          // A concurrent request may have claimed and spent it meanwhile: then that, not the chain's view, is the answer.
+          const now = yield* store.holder(asset.toLowerCase(), payment.payer, nonce).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+          if (Option.isSome(now) && now.value !== requestId) return yield* Effect.fail(reused())
+          if (Option.isSome(now)) return reservationFor(requestId, payment)
+          const reason = verdict.invalidReason ?? "invalid_payment"
+          yield* Effect.logInfo("x402 payment refused", reason)
+          return yield* invalid(`the payment is not valid: ${explain(reason)}`)
+        }
+        // Work is paid only after it is done: the authorization must outlive the analysis and its settlement.
+        const nowSeconds = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+        if (BigInt(payment.authorization.validBefore) < BigInt(nowSeconds + minimumValiditySeconds)) {
+          return yield* invalid(
+            `the authorization expires too soon: it must stay valid for at least ${minimumValiditySeconds} seconds (sign it with the challenge's maxTimeoutSeconds)`
+          )
+        }
+        yield* store
+          .claim({
+            requestId,
+            payer: payment.payer,
+            asset: asset.toLowerCase(),
+            network: NETWORK,
+            payTo: payTo.toLowerCase(),
+            amount: payment.authorization.value,
+            nonce,
+            digest,
+            validBefore: BigInt(payment.authorization.validBefore)
+          })
+          .pipe(
+            Effect.catchTags({
+              AuthorizationTaken: () => Effect.fail(reused()),
+              RequestPaidOtherwise: () => Effect.fail(reused()),
+              SqlError: () => unavailableNow("payment records are unavailable", requestId)
+            })
+          )
+        yield* Effect.logInfo("x402 authorization claimed")
+        return reservationFor(requestId, payment)
+      }).pipe(Effect.annotateLogs({ request_id: requestId, payer: payment.payer }))
+
+    const resume = (payment: DecodedPayment, method: () => X402Method) => (requestId: string) =>
+      Effect.gen(function* () {
+        const record = yield* store.get(requestId).pipe(Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId)))
+        if (Option.isNone(record)) {
+          // Nothing was ever claimed for this request: pay for it now.
+          const reservation = yield* method().reserve(requestId).pipe(
+            Effect.catchTag("Conflict", (c) => invalid(c.error.message))
+          )
+          return yield* reservation.commit
+        }
+        const same = record.value.digest === authorizationDigest(asset, payment.authorization)
+        const outcome = yield* payments.reconcile(requestId, same ? Option.some(payment) : Option.none(), true)
+        return yield* settledOrFail(requestId, payment)(outcome)
+      }).pipe(Effect.annotateLogs({ request_id: requestId, payer: payment.payer }))
+
+    return {
+      enabled: true,
+      identify: (header) =>
+        Effect.gen(function* () {
+          const decoded = decodePayment(header)
+          if (decoded._tag === "Left") return yield* invalid(decoded.left)
+          const payment = decoded.right
+          const method: X402Method = {
+            payer: { kind: "x402", id: `wallet:${payment.payer}` },
+            reserve: reserve(payment),
+            resume: resume(payment, () => method)
+          }
+          return method
+        }),
+      challenge: challengeFailure(terms, "payment_required", "Payment required: 0.01 USDC per successful analysis over x402 (see PAYMENT-REQUIRED), or a Bearer credit key"),
+      challengeWith: (code, message) => challengeFailure(terms, code, message),
+      release: (requestId) =>
+        store.release(requestId).pipe(
+          Effect.catchAll((e) => Effect.logWarning("x402 claim release failed", e.message)),
+          Effect.asVoid
+        )
+    }
+  })
+)
+
+/**
+ * Everything x402 needs, chosen by the settings: off without X402_PAY_TO; settlement through
+ * X402_FACILITATOR_URL when set, else self-settlement with X402_SETTLER_PRIVATE_KEY; plus the
+ * background reconciler (tell it about resolutions by providing PaymentResolutions).
+ */
+export const X402Layer = (
+  options: ReconcilerOptions = {}
+): Layer.Layer<X402Funding | X402Reconciler, ConfigError.ConfigError, AppConfig | SqlClient.SqlClient> =>
+  Layer.unwrapEffect(
+    Effect.gen(function* () {
+      const settings = yield* AppConfig
+      if (Option.isNone(settings.x402.payTo)) return Layer.merge(Layer.succeed(X402Funding, disabled), ReconcilerDisabled)
+      const route = Option.isSome(settings.x402.facilitatorUrl)
+        ? Layer.merge(FacilitatorSettlement, FacilitatorVerifier)
+        : Option.isSome(settings.x402.settlerPrivateKey)
+          ? Layer.merge(SelfSettlement, LocalVerifier)
+          : undefined
+      if (!route) {
+        return yield* Effect.fail(
+          ConfigError.MissingData(
+            ["X402_SETTLER_PRIVATE_KEY"],
+            "X402_PAY_TO is set, so x402 needs a way to settle: set X402_SETTLER_PRIVATE_KEY (self-settlement) or X402_FACILITATOR_URL"
+          )
+        )
+      }
+      const services = PaymentsLive.pipe(Layer.provideMerge(route), Layer.provideMerge(Layer.merge(PaymentStoreLive, EvmChainLive)))
+      return Layer.merge(X402FundingLive, ReconcilerLive({ minAge: settings.x402.confirmTimeoutMs, ...options })).pipe(
+        Layer.provide(services)
+      )
+    })
+  )

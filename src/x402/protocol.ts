@@ -1,0 +1,189 @@
+/** The x402 v2 wire artifacts of morsel: the price challenge, the decoded payment and its receipt. */
+import type { Network, PaymentPayload, PaymentRequired as X402PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types"
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http"
+import { parsePaymentPayload } from "@x402/core/schemas"
+import { HttpApp, HttpServerResponse } from "@effect/platform"
+import { Effect, Either, Option } from "effect"
+import { type Address, getAddress, type Hex, hashTypedData, isAddress, isHex } from "viem"
+import { PaymentRequired } from "../domain/errors.ts"
+
+export const X402_VERSION = 2
+export const NETWORK = "eip155:8453"
+export const CHAIN_ID = 8453
+/** 0.01 USDC in 6-decimal units (SPEC §1). */
+export const PRICE = "10000"
+/** The official client signs `validBefore = now + maxTimeoutSeconds`: room for analysis, settlement and a pending retry. */
+export const MAX_TIMEOUT_SECONDS = 600
+/** Base mainnet USDC's EIP-712 domain (not "USDC", which is Base Sepolia's). */
+export const TOKEN_DOMAIN = { name: "USD Coin", version: "2" } as const
+export const ANALYZE_PATH = "/v1/analyze"
+
+export const HEADER_PAYMENT_REQUIRED = "PAYMENT-REQUIRED"
+export const HEADER_PAYMENT_SIGNATURE = "PAYMENT-SIGNATURE"
+export const HEADER_PAYMENT_RESPONSE = "PAYMENT-RESPONSE"
+
+export interface Terms {
+  readonly payTo: Address
+  readonly asset: Address
+  readonly publicBaseUrl: string
+}
+
+/** The one way morsel accepts to be paid per call. */
+export const requirements = (terms: Terms): PaymentRequirements => ({
+  scheme: "exact",
+  network: NETWORK,
+  amount: PRICE,
+  asset: getAddress(terms.asset),
+  payTo: getAddress(terms.payTo),
+  maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+  extra: { ...TOKEN_DOMAIN }
+})
+
+export const paymentRequired = (terms: Terms, error?: string): X402PaymentRequired => ({
+  x402Version: X402_VERSION,
+  ...(error ? { error } : {}),
+  resource: {
+    url: terms.publicBaseUrl + ANALYZE_PATH,
+    description: "One food-photo nutrition analysis; paid only when the analysis succeeds",
+    mimeType: "application/json"
+  },
+  accepts: [requirements(terms)]
+})
+
+const setHeader = (name: string, value: string) =>
+  HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeader(response, name, value)))
+
+/** A 402 carrying a fresh challenge in the body and in PAYMENT-REQUIRED. */
+export const challengeFailure = (
+  terms: Terms,
+  code: "payment_required" | "invalid_payment" | "insufficient_credits" | "key_paused",
+  message: string
+): Effect.Effect<never, PaymentRequired> => {
+  const challenge = paymentRequired(terms, code === "payment_required" ? undefined : message)
+  return setHeader(HEADER_PAYMENT_REQUIRED, encodePaymentRequiredHeader(challenge)).pipe(
+    Effect.zipRight(Effect.fail(new PaymentRequired({ error: { code, message }, payment_required: challenge })))
+  )
+}
+
+/** Without X402_PAY_TO there is nobody to pay: say so, and issue no challenge. */
+export const unavailable: Effect.Effect<never, PaymentRequired> = Effect.fail(
+  new PaymentRequired({
+    error: {
+      code: "x402_unavailable",
+      message: "Per-call x402 payments are not enabled on this server; use a prepaid credit key (Authorization: Bearer)"
+    }
+  })
+)
+
+export const setRetryAfter = (seconds: number) => setHeader("Retry-After", String(seconds))
+export const setPaymentResponse = (value: string) => setHeader(HEADER_PAYMENT_RESPONSE, value)
+
+/** The signed EIP-3009 authorization inside an exact-scheme payment. */
+export interface Authorization {
+  readonly from: Address
+  readonly to: Address
+  readonly value: string
+  readonly validAfter: string
+  readonly validBefore: string
+  readonly nonce: Hex
+}
+
+export interface DecodedPayment {
+  readonly payload: PaymentPayload
+  readonly authorization: Authorization
+  readonly signature: Hex
+  /** Lowercase payer address: the idempotency scope and the subject of per-wallet limits. */
+  readonly payer: string
+}
+
+const isNetwork = (s: string): s is Network => /^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/.test(s)
+
+const decimal = (s: unknown): s is string => typeof s === "string" && /^[0-9]{1,78}$/.test(s)
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** Decodes PAYMENT-SIGNATURE (standard base64 of a v2 PaymentPayload with an EIP-3009 authorization). */
+export const decodePayment = (header: string): Either.Either<DecodedPayment, string> => {
+  let raw: unknown
+  try {
+    raw = decodePaymentSignatureHeader(header.trim())
+  } catch {
+    return Either.left("PAYMENT-SIGNATURE is not base64-encoded JSON")
+  }
+  const parsed = parsePaymentPayload(raw)
+  if (!parsed.success) return Either.left(`PAYMENT-SIGNATURE is not an x402 payment payload: ${parsed.error.issues[0]?.message ?? "invalid"}`)
+  const data = parsed.data
+  if (data.x402Version !== X402_VERSION) return Either.left(`x402 version ${data.x402Version} is not supported; use version 2`)
+  const network = data.accepted.network
+  if (!isNetwork(network)) return Either.left(`accepted.network "${network}" is not a CAIP-2 network id`)
+  const payload: PaymentPayload = {
+    x402Version: data.x402Version,
+    ...(data.resource ? { resource: data.resource } : {}),
+    accepted: { ...data.accepted, network, extra: data.accepted.extra ?? {} },
+    payload: data.payload,
+    ...(data.extensions ? { extensions: data.extensions } : {})
+  }
+  const inner = payload.payload
+  const auth = inner["authorization"]
+  const signature = inner["signature"]
+  if (!isRecord(auth) || typeof signature !== "string") {
+    return Either.left("the payment is not an EIP-3009 authorization (payload.authorization and payload.signature)")
+  }
+  const { from, to, value, validAfter, validBefore, nonce } = auth
+  if (typeof from !== "string" || !isAddress(from, { strict: false })) return Either.left("authorization.from is not an address")
+  if (typeof to !== "string" || !isAddress(to, { strict: false })) return Either.left("authorization.to is not an address")
+  if (!decimal(value) || !decimal(validAfter) || !decimal(validBefore)) {
+    return Either.left("authorization value, validAfter and validBefore must be decimal strings")
+  }
+  if (typeof nonce !== "string" || !isHex(nonce) || nonce.length !== 66) return Either.left("authorization.nonce must be 32 bytes of hex")
+  if (!isHex(signature)) return Either.left("payload.signature is not hex")
+  return Either.right({
+    payload,
+    authorization: { from: getAddress(from), to: getAddress(to), value, validAfter, validBefore, nonce: nonce.toLowerCase() as Hex },
+    signature,
+    payer: from.toLowerCase()
+  })
+}
+
+/** The EIP-712 hash the payer signed: what identifies the authorization in records, instead of its signature. */
+export const authorizationDigest = (asset: Address, a: Authorization): Hex =>
+  hashTypedData({
+    domain: { ...TOKEN_DOMAIN, chainId: CHAIN_ID, verifyingContract: getAddress(asset) },
+    types: {
+      TransferWithAuthorization: [
+        { name: "from", type: "address" },
+        { name: "to", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "validAfter", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" }
+      ]
+    },
+    primaryType: "TransferWithAuthorization",
+    message: {
+      from: a.from,
+      to: a.to,
+      value: BigInt(a.value),
+      validAfter: BigInt(a.validAfter),
+      validBefore: BigInt(a.validBefore),
+      nonce: a.nonce
+    }
+  })
+
+/** The receipt of PAYMENT-RESPONSE: standard base64 of the x402 SettleResponse. */
+export const receipt = (r: SettleResponse): string => encodePaymentResponseHeader(r)
+
+export const settledResponse = (transaction: Hex, payer: string): SettleResponse => ({
+  success: true,
+  transaction,
+  network: NETWORK,
+  payer: getAddress(payer)
+})
+
+export const pendingResponse = (transaction: Option.Option<Hex>, payer: string): SettleResponse => ({
+  success: false,
+  errorReason: "settlement_pending",
+  transaction: Option.getOrElse(transaction, () => ""),
+  network: NETWORK,
+  payer: getAddress(payer)
+})

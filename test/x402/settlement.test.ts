@@ -1,0 +1,256 @@
+import { randomUUID } from "node:crypto"
+import { decodePaymentResponseHeader } from "@x402/core/http"
+import type { PaymentPayload } from "@x402/core/types"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Layer, Option, PubSub, Queue, Ref } from "effect"
+import { type Address, getAddress } from "viem"
+import { PaymentResolutions, X402Reconciler } from "../../src/x402/Reconciler.ts"
+import { X402Funding } from "../../src/x402/X402Funding.ts"
+import { Chain } from "../support/chain.ts"
+import { startFacilitator } from "./facilitator.ts"
+import { challenge, refusal, X402Test } from "./layer.ts"
+import { header, signPayment } from "./payer.ts"
+
+const PRICE = 10_000n
+
+/** A fresh payment signed by payer `i` for the server's current challenge. */
+const signed = (i: number) =>
+  Effect.gen(function* () {
+    const chain = yield* Chain
+    const terms = yield* challenge
+    return yield* Effect.promise(() => signPayment(chain.accounts.payers[i]!, terms))
+  })
+
+const payerAddress = (i: number) => Effect.map(Chain, (chain) => chain.accounts.payers[i]!.address)
+
+const transfersFrom = (from: Address) =>
+  Effect.flatMap(Chain, (chain) => Effect.promise(() => chain.transfers(from, chain.accounts.payTo.address)))
+
+const balance = (address: Address) => Effect.flatMap(Chain, (chain) => Effect.promise(() => chain.balanceOf(address)))
+
+const chainDo = (f: (chain: Chain["Type"]) => Promise<unknown>) => Effect.flatMap(Chain, (chain) => Effect.promise(() => f(chain)))
+
+/** What a client retrying the same request does: send the same PAYMENT-SIGNATURE again, which resumes the payment. */
+const retry = (payload: PaymentPayload, requestId: string) =>
+  Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(header(payload)), (m) => m.resume(requestId)))
+
+const reserveAndCommit = (payload: PaymentPayload, requestId: string) =>
+  Effect.gen(function* () {
+    const x402 = yield* X402Funding
+    const method = yield* x402.identify(header(payload))
+    const reservation = yield* method.reserve(requestId)
+    return yield* reservation.commit
+  })
+
+const receiptOf = (paymentResponse: Option.Option<string>) => decodePaymentResponseHeader(Option.getOrThrow(paymentResponse))
+
+describe("x402 settlement on the local chain", () => {
+  layer(X402Test(), { excludeTestServices: true })("self-settlement", (it) => {
+    it.effect("settles once: balances move by exactly 10000 and the receipt names the mined transfer", () =>
+      Effect.gen(function* () {
+        const chain = yield* Chain
+        const x402 = yield* X402Funding
+        const payer = yield* payerAddress(0)
+        const payTo = chain.accounts.payTo.address
+        const before = { payer: yield* balance(payer), payTo: yield* balance(payTo) }
+        const payload = yield* signed(0)
+        const method = yield* x402.identify(header(payload))
+        expect(method.payer).toEqual({ kind: "x402", id: `wallet:${payer.toLowerCase()}` })
+        const reservation = yield* method.reserve(randomUUID())
+        const settled = yield* reservation.commit
+        const receipt = receiptOf(settled.paymentResponse)
+        expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer: getAddress(payer) })
+        const transfers = yield* transfersFrom(payer)
+        expect(transfers).toEqual([{ transactionHash: receipt.transaction, value: PRICE }])
+        expect(yield* balance(payer)).toBe(before.payer - PRICE)
+        expect(yield* balance(payTo)).toBe(before.payTo + PRICE)
+        // A replay commits again: the same receipt, nothing moves.
+        const again = yield* reservation.commit
+        expect(again.paymentResponse).toEqual(settled.paymentResponse)
+        yield* reservation.release
+        expect(yield* transfersFrom(payer)).toHaveLength(1)
+      }))
+
+    it.effect("a released reservation submits nothing, and the authorization may pay a later attempt", () =>
+      Effect.gen(function* () {
+        const x402 = yield* X402Funding
+        const payer = yield* payerAddress(1)
+        const payload = yield* signed(1)
+        const method = yield* x402.identify(header(payload))
+        const failedAttempt = yield* method.reserve(randomUUID())
+        yield* failedAttempt.release
+        yield* failedAttempt.release
+        expect(yield* transfersFrom(payer)).toHaveLength(0)
+        // Nothing was served for it, so the same authorization still pays the retry (a new attempt).
+        const retryAttempt = yield* method.reserve(randomUUID())
+        const settled = yield* retryAttempt.commit
+        expect(yield* transfersFrom(payer)).toEqual([{ transactionHash: receiptOf(settled.paymentResponse).transaction, value: PRICE }])
+      }))
+
+    it.effect("an authorization already used for one request is refused for another (409 authorization_reused)", () =>
+      Effect.gen(function* () {
+        const x402 = yield* X402Funding
+        const payer = yield* payerAddress(2)
+        const payload = yield* signed(2)
+        const method = yield* x402.identify(header(payload))
+        const first = randomUUID()
+        const held = yield* method.reserve(first)
+        // While the first request holds it …
+        const whileHeld = yield* Effect.flip(method.reserve(randomUUID()))
+        expect(whileHeld).toMatchObject({ _tag: "Conflict", error: { code: "authorization_reused" } })
+        yield* held.commit
+        // … and after it paid.
+        const afterPaid = yield* Effect.flip(method.reserve(randomUUID()))
+        expect(afterPaid).toMatchObject({ _tag: "Conflict", error: { code: "authorization_reused" } })
+        // The holder itself may reserve again (a retry of the same attempt).
+        yield* method.reserve(first)
+        expect(yield* transfersFrom(payer)).toHaveLength(1)
+      }))
+
+    it.effect("mining paused → 503 payment_pending with the pending receipt; mining resumed → the retry settles, one transfer", () =>
+      Effect.gen(function* () {
+        const payer = yield* payerAddress(3)
+        const payload = yield* signed(3)
+        const requestId = randomUUID()
+        yield* chainDo((c) => c.pauseMining())
+        const { error, headers } = yield* refusal(reserveAndCommit(payload, requestId))
+        expect(error).toMatchObject({
+          _tag: "ServiceUnavailable",
+          error: { code: "payment_pending", request_id: requestId },
+          payment_response: { success: false, errorReason: "settlement_pending", network: "eip155:8453", payer: getAddress(payer) }
+        })
+        expect(headers["retry-after"]).toBe("60")
+        const pendingTx = (error as { payment_response: { transaction: string } }).payment_response.transaction
+        expect(pendingTx).toMatch(/^0x[0-9a-f]{64}$/)
+        expect(decodePaymentResponseHeader(headers["payment-response"]!)).toMatchObject({ errorReason: "settlement_pending", transaction: pendingTx })
+        expect(yield* transfersFrom(payer)).toHaveLength(0)
+        // Still unmined: the retry is pending again, with the same transaction.
+        const stillPending = yield* Effect.flip(retry(payload, requestId))
+        expect(stillPending).toMatchObject({ _tag: "ServiceUnavailable", error: { code: "payment_pending" }, payment_response: { transaction: pendingTx } })
+        yield* chainDo((c) => c.resumeMining())
+        const settled = yield* retry(payload, requestId)
+        expect(receiptOf(settled.paymentResponse)).toMatchObject({ success: true, transaction: pendingTx })
+        const replay = yield* retry(payload, requestId)
+        expect(replay.paymentResponse).toEqual(settled.paymentResponse)
+        expect(yield* transfersFrom(payer)).toEqual([{ transactionHash: pendingTx, value: PRICE }])
+      }))
+
+    it.effect("a pending transaction the node dropped is broadcast again by the retry; still one transfer", () =>
+      Effect.gen(function* () {
+        const payer = yield* payerAddress(0)
+        const before = (yield* transfersFrom(payer)).length
+        const payload = yield* signed(0)
+        const requestId = randomUUID()
+        yield* chainDo((c) => c.pauseMining())
+        const pending = yield* Effect.flip(reserveAndCommit(payload, requestId))
+        const tx = (pending as { payment_response: { transaction: `0x${string}` } }).payment_response.transaction
+        yield* chainDo(async (c) => expect(await c.dropTransaction(tx)).toBe(true))
+        yield* chainDo((c) => c.resumeMining())
+        const settled = yield* retry(payload, requestId)
+        expect(receiptOf(settled.paymentResponse)).toMatchObject({ success: true, transaction: tx })
+        expect((yield* transfersFrom(payer)).length).toBe(before + 1)
+      }))
+  })
+
+  layer(X402Test(), { excludeTestServices: true })("a pending payment whose authorization expires", (it) => {
+    it.effect("is a failed payment: 402 invalid_payment, nothing transferred, nothing served", () =>
+      Effect.gen(function* () {
+        const payer = yield* payerAddress(0)
+        const payload = yield* signed(0)
+        const requestId = randomUUID()
+        yield* chainDo((c) => c.pauseMining())
+        yield* Effect.flip(reserveAndCommit(payload, requestId))
+        // The transfer is mined only after validBefore: the token refuses it.
+        yield* chainDo((c) => c.advanceTime(3600))
+        yield* chainDo((c) => c.resumeMining())
+        const { error, headers } = yield* refusal(retry(payload, requestId))
+        expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" } })
+        expect((error as { error: { message: string } }).error.message).toMatch(/expired/)
+        expect(headers["payment-required"]).toBeDefined()
+        expect(yield* transfersFrom(payer)).toHaveLength(0)
+        // The answer stays the same.
+        expect(yield* Effect.flip(retry(payload, requestId))).toMatchObject({ _tag: "PaymentRequired" })
+      }))
+  })
+
+  const resolved = Ref.unsafeMake<ReadonlyArray<string>>([])
+  const Resolutions = Layer.succeed(PaymentResolutions, {
+    settled: (requestId) => Ref.update(resolved, (all) => [...all, `settled:${requestId}`]),
+    failed: (requestId) => Ref.update(resolved, (all) => [...all, `failed:${requestId}`])
+  })
+
+  layer(X402Test({ reconciler: { interval: "200 millis", minAge: "100 millis" }, resolutions: Resolutions }), {
+    excludeTestServices: true
+  })("background reconciler", (it) => {
+    it.effect("settles a pending payment nobody retries; the late retry replays the same receipt", () =>
+      Effect.gen(function* () {
+        const reconciler = yield* X402Reconciler
+        const passes = yield* PubSub.subscribe(reconciler.passes)
+        const payer = yield* payerAddress(1)
+        const payload = yield* signed(1)
+        const requestId = randomUUID()
+        yield* chainDo((c) => c.pauseMining())
+        const pending = yield* Effect.flip(reserveAndCommit(payload, requestId))
+        expect(pending).toMatchObject({ error: { code: "payment_pending" } })
+        // Mined, but the client never comes back: the reconciler's next passes find it.
+        yield* chainDo((c) => c.resumeMining())
+        const settledPass = yield* Queue.take(passes).pipe(
+          Effect.repeat({ until: (pass) => pass.settled.some((s) => s.requestId === requestId) })
+        )
+        expect(settledPass.failed).toEqual([])
+        expect(yield* Ref.get(resolved)).toEqual([`settled:${requestId}`])
+        const transfers = yield* transfersFrom(payer)
+        expect(transfers).toHaveLength(1)
+        const late = yield* retry(payload, requestId)
+        expect(receiptOf(late.paymentResponse).transaction).toBe(transfers[0]!.transactionHash)
+        expect(yield* transfersFrom(payer)).toHaveLength(1)
+      }).pipe(Effect.scoped))
+  })
+
+  layer(
+    X402Test({
+      env: (chain) =>
+        Effect.map(startFacilitator(chain, 300), (facilitator) => ({ X402_FACILITATOR_URL: facilitator.url }))
+    }),
+    { excludeTestServices: true }
+  )("settlement through an x402 facilitator", (it) => {
+    it.effect("verifies and settles over /verify and /settle: one transfer, the receipt names it", () =>
+      Effect.gen(function* () {
+        const payer = yield* payerAddress(0)
+        const before = yield* balance(payer)
+        const settled = yield* reserveAndCommit(yield* signed(0), randomUUID())
+        const receipt = receiptOf(settled.paymentResponse)
+        expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer: getAddress(payer) })
+        expect(yield* transfersFrom(payer)).toEqual([{ transactionHash: receipt.transaction, value: PRICE }])
+        expect(yield* balance(payer)).toBe(before - PRICE)
+      }))
+
+    it.effect("a facilitator's settlement_pending is payment_pending; the retry reconciles by hash, one transfer", () =>
+      Effect.gen(function* () {
+        const payer = yield* payerAddress(1)
+        const payload = yield* signed(1)
+        const requestId = randomUUID()
+        yield* chainDo((c) => c.pauseMining())
+        const pending = yield* Effect.flip(reserveAndCommit(payload, requestId))
+        expect(pending).toMatchObject({ _tag: "ServiceUnavailable", error: { code: "payment_pending" } })
+        const tx = (pending as { payment_response: { transaction: string } }).payment_response.transaction
+        expect(tx).toMatch(/^0x[0-9a-f]{64}$/)
+        yield* chainDo((c) => c.resumeMining())
+        const settled = yield* retry(payload, requestId)
+        expect(receiptOf(settled.paymentResponse).transaction).toBe(tx)
+        expect(yield* transfersFrom(payer)).toEqual([{ transactionHash: tx, value: PRICE }])
+      }))
+
+    it.effect("a payment the facilitator refuses is a 402 with its reason", () =>
+      Effect.gen(function* () {
+        const chain = yield* Chain
+        const terms = yield* challenge
+        const payload = yield* Effect.promise(() => signPayment(chain.accounts.pauper, terms))
+        const x402 = yield* X402Funding
+        const method = yield* x402.identify(header(payload))
+        const error = yield* Effect.flip(method.reserve(randomUUID()))
+        expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" } })
+        expect((error as { error: { message: string } }).error.message).toMatch(/insufficient_balance/)
+      }))
+  })
+})

@@ -1,0 +1,123 @@
+import { randomUUID } from "node:crypto"
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import type { PrivateKeyAccount } from "viem/accounts"
+import { X402Funding } from "../../src/x402/X402Funding.ts"
+import { Chain } from "../support/chain.ts"
+import { challenge, decodeChallengeHeader, PUBLIC_BASE_URL, refusal, X402Test } from "./layer.ts"
+import { authorizationOf, header, signPayment, withBrokenSignature } from "./payer.ts"
+
+/** Signs with `account` for the current challenge, the terms altered by `alter`. */
+const sign = (account: (chain: Chain["Type"]) => PrivateKeyAccount, alter?: (r: PaymentRequirements) => PaymentRequirements) =>
+  Effect.gen(function* () {
+    const chain = yield* Chain
+    const terms = yield* challenge
+    return yield* Effect.promise(() => signPayment(account(chain), terms, alter))
+  })
+
+const payer0 = (chain: Chain["Type"]) => chain.accounts.payers[0]!
+
+/** Tries to reserve with the payment: the answer, the headers it set, and what the chain saw afterwards. */
+const attempt = (payload: PaymentPayload | string) =>
+  Effect.gen(function* () {
+    const chain = yield* Chain
+    const x402 = yield* X402Funding
+    const value = typeof payload === "string" ? payload : header(payload)
+    const { error, headers } = yield* refusal(Effect.flatMap(x402.identify(value), (m) => m.reserve(randomUUID())))
+    const transfers = yield* Effect.promise(() => chain.transfers(chain.accounts.payers[0]!.address, chain.accounts.payTo.address))
+    return { error: error as { _tag: string; error: { code: string; message: string }; payment_required?: { accepts: ReadonlyArray<unknown> } }, headers, transfers }
+  })
+
+describe("x402 verification before any work", () => {
+  layer(X402Test(), { excludeTestServices: true })("refused payments", (it) => {
+    const refusedWith = (payload: Effect.Effect<PaymentPayload | string, never, Chain | X402Funding>, reason: RegExp) =>
+      Effect.gen(function* () {
+        const { error, headers, transfers } = yield* attempt(yield* payload)
+        expect(error._tag).toBe("PaymentRequired")
+        expect(error.error.code).toBe("invalid_payment")
+        expect(error.error.message).toMatch(reason)
+        // A fresh challenge comes with every refusal, in the body and in PAYMENT-REQUIRED.
+        expect(error.payment_required?.accepts).toHaveLength(1)
+        const fresh = decodeChallengeHeader(headers)
+        expect(fresh?.resource.url).toBe(`${PUBLIC_BASE_URL}/v1/analyze`)
+        expect(fresh?.accepts).toEqual(error.payment_required?.accepts)
+        // Nothing moved.
+        expect(transfers).toEqual([])
+        return error
+      })
+
+    it.effect("expired authorization", () =>
+      refusedWith(
+        sign(payer0, (r) => ({ ...r, maxTimeoutSeconds: 1 })),
+        /expired.*invalid_exact_evm_payload_authorization_valid_before/
+      ))
+
+    it.effect("an authorization that would expire before the analysis is done and paid", () =>
+      refusedWith(
+        sign(payer0, (r) => ({ ...r, maxTimeoutSeconds: 60 })),
+        /expires too soon: it must stay valid for at least \d+ seconds/
+      ))
+
+    it.effect("under-funded wallet", () =>
+      refusedWith(
+        sign((c) => c.accounts.pauper),
+        /less than the price.*invalid_exact_evm_insufficient_balance/
+      ))
+
+    it.effect("wrong payTo", () =>
+      Effect.gen(function* () {
+        const chain = yield* Chain
+        yield* refusedWith(
+          sign(payer0, (r) => ({ ...r, payTo: chain.accounts.settler.address })),
+          /another address than the challenge's payTo.*recipient_mismatch/
+        )
+      }))
+
+    it.effect("wrong amount", () =>
+      refusedWith(
+        sign(payer0, (r) => ({ ...r, amount: "9999" })),
+        /not exactly the price.*value_mismatch/
+      ))
+
+    it.effect("wrong network", () =>
+      refusedWith(
+        sign(payer0, (r) => ({ ...r, network: "eip155:84532" })),
+        /another network than eip155:8453.*network_mismatch/
+      ))
+
+    it.effect("bad signature", () =>
+      refusedWith(
+        Effect.map(sign(payer0), withBrokenSignature),
+        /signature does not match.*invalid_exact_evm_signature/
+      ))
+
+    it.effect("the wrong token domain (\"USDC\" instead of \"USD Coin\")", () =>
+      refusedWith(
+        sign(payer0, (r) => ({ ...r, extra: { name: "USDC", version: "2" } })),
+        /invalid_exact_evm_signature/
+      ))
+
+    it.effect("undecodable PAYMENT-SIGNATURE", () => refusedWith(Effect.succeed("not base64 at all!"), /not base64-encoded JSON/))
+
+    it.effect("an x402 v1 payment", () =>
+      refusedWith(
+        Effect.succeed(Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base", payload: {} })).toString("base64")),
+        /not an x402 payment payload|version 1 is not supported/
+      ))
+
+    it.effect("a refused authorization is not recorded: the payer may fix nothing and try the valid one next", () =>
+      Effect.gen(function* () {
+        const chain = yield* Chain
+        const x402 = yield* X402Funding
+        const good = yield* sign(payer0)
+        yield* attempt(withBrokenSignature(good))
+        // The valid authorization with the same nonce is still free and unused on chain.
+        const { nonce, from } = authorizationOf(good)
+        expect(yield* Effect.promise(() => chain.authorizationUsed(from, nonce))).toBe(false)
+        const method = yield* x402.identify(header(good))
+        const reservation = yield* method.reserve(randomUUID())
+        yield* reservation.release
+      }))
+  })
+})
