@@ -3,7 +3,7 @@ import type { SqlClient } from "@effect/sql"
 import type { PaymentRequirements } from "@x402/core/types"
 import { Clock, ConfigError, Context, Effect, Layer, Option } from "effect"
 import { type Address, getAddress } from "viem"
-import type { Payer, Settled } from "../analysis/Funding.ts"
+import type { FundingMethod, Reservation, Settled } from "../analysis/Funding.ts"
 import { AppConfig } from "../config.ts"
 import { Conflict, PaymentRequired, ServiceUnavailable } from "../domain/errors.ts"
 import { EvmChain, EvmChainLive } from "./EvmChain.ts"
@@ -30,21 +30,6 @@ import { FacilitatorVerifier, LocalVerifier, Verifier } from "./Verifier.ts"
 /** SPEC §7: a pending payment is retried after 60 seconds. */
 export const PENDING_RETRY_AFTER_SECONDS = 60
 
-export interface X402Reservation {
-  /** Settle the claimed payment; only called with a validated result. A failed payment means nothing is served. */
-  readonly commit: Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
-  /** Forget the claim: nothing was submitted and nothing ever will be. Safe to call more than once. */
-  readonly release: Effect.Effect<void>
-}
-
-export interface X402Method {
-  readonly payer: Payer
-  /** Verify the payment in full (signature, terms, balance, simulated transfer) and claim its authorization for the request. */
-  readonly reserve: (requestId: string) => Effect.Effect<X402Reservation, PaymentRequired | Conflict | ServiceUnavailable>
-  /** Finish the payment an earlier attempt of this request left pending. */
-  readonly resume: (requestId: string) => Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
-}
-
 export type ChallengeCode = "payment_required" | "insufficient_credits" | "key_paused"
 
 export class X402Funding extends Context.Tag("morsel/x402/X402Funding")<
@@ -53,7 +38,7 @@ export class X402Funding extends Context.Tag("morsel/x402/X402Funding")<
     /** Whether x402 is on (X402_PAY_TO set). */
     readonly enabled: boolean
     /** Decode PAYMENT-SIGNATURE; an undecodable payment is a 402 `invalid_payment` with a fresh challenge. */
-    readonly identify: (paymentSignature: string) => Effect.Effect<X402Method, PaymentRequired>
+    readonly identify: (paymentSignature: string) => Effect.Effect<FundingMethod, PaymentRequired>
     /** The 402 price challenge (body and PAYMENT-REQUIRED header), or `x402_unavailable` when x402 is off. */
     readonly challenge: Effect.Effect<never, PaymentRequired>
     /** A 402 with another code (e.g. `insufficient_credits`) that still offers per-call payment when x402 is on. */
@@ -161,7 +146,7 @@ export const X402FundingLive = Layer.effect(
       }
     }
 
-    const reservationFor = (requestId: string, payment: DecodedPayment): X402Reservation => ({
+    const reservationFor = (requestId: string, payment: DecodedPayment): Reservation => ({
       commit: payments
         .settle(requestId, payment)
         .pipe(Effect.flatMap(settledOrFail(requestId, payment)), Effect.annotateLogs({ request_id: requestId, payer: payment.payer })),
@@ -244,7 +229,7 @@ export const X402FundingLive = Layer.effect(
         return reservationFor(requestId, payment)
       }).pipe(Effect.annotateLogs({ request_id: requestId, payer: payment.payer }))
 
-    const resume = (payment: DecodedPayment, method: () => X402Method) => (requestId: string) =>
+    const resume = (payment: DecodedPayment, method: () => FundingMethod) => (requestId: string) =>
       Effect.gen(function* () {
         const record = yield* store.get(requestId).pipe(Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId)))
         if (Option.isNone(record)) {
@@ -266,7 +251,7 @@ export const X402FundingLive = Layer.effect(
           const decoded = decodePayment(header)
           if (decoded._tag === "Left") return yield* invalid(decoded.left)
           const payment = decoded.right
-          const method: X402Method = {
+          const method: FundingMethod = {
             payer: { kind: "x402", id: `wallet:${payment.payer}` },
             reserve: reserve(payment),
             resume: resume(payment, () => method)
