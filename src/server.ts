@@ -20,6 +20,7 @@ import { MorselApi } from "./http/Api.ts"
 import { HealthHttpLive } from "./http/health.ts"
 import { TransportGuard } from "./http/transport.ts"
 import { Limits } from "./limits/Limits.ts"
+import { McpRoute } from "./mcp/McpRoute.ts"
 import { PaymentResolutions } from "./x402/Reconciler.ts"
 import { X402Funding, X402Layer } from "./x402/X402Funding.ts"
 
@@ -39,7 +40,7 @@ const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>
 )
 
 /** Every route behind the transport guard. */
-export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, DocsRoute, NotFoundRoute).pipe(Layer.provide(TransportGuard))
+export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, DocsRoute, NotFoundRoute).pipe(Layer.provide(TransportGuard))
 
 /** The outside dependencies of the analysis, replaceable in tests. */
 export type Dependencies = VisionModel | FoodDb | Funding | Limits

@@ -1,0 +1,75 @@
+/** Shared pieces of the MCP tests: the official SDK client on the running server, tool-result readers, bought credits. */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { Effect } from "effect"
+import { newCreditKey } from "../../src/credits/keys.ts"
+import { type FakeStripe, startFakeStripe } from "../support/fakeStripe.ts"
+import { isRecord, send } from "../support/http.ts"
+
+/**
+ * An initialized MCP client on `{url}/mcp`, closed with the scope; `headers` go on every HTTP request of the connection.
+ * It lists the tools first, as agents do: from then on the SDK checks every structuredContent against the output schema.
+ */
+export const connect = (url: string, headers: Record<string, string> = {}) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const client = new Client({ name: "morsel-test", version: "1.0.0" })
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers } }))
+      await client.listTools()
+      return client
+    }),
+    (client) => Effect.promise(() => client.close())
+  )
+
+/** `tools/call analyze_food`, with an optional `_meta` (the x402 payment). */
+export const analyzeFood = (client: Client, args: Record<string, unknown>, meta?: Record<string, unknown>) =>
+  Effect.promise(async () => {
+    const result = await client.callTool({ name: "analyze_food", arguments: args, ...(meta ? { _meta: meta } : {}) })
+    return result as CallToolResult
+  })
+
+/** `structuredContent.error.code` of a tool error. */
+export const toolErrorCode = (result: CallToolResult): unknown => {
+  const error = result.structuredContent?.["error"]
+  return isRecord(error) ? error["code"] : undefined
+}
+
+/** The JSON of the result's first text block. */
+export const firstText = (result: CallToolResult): unknown => {
+  const block = result.content[0]
+  return block?.type === "text" ? JSON.parse(block.text) : undefined
+}
+
+/** REST calls next to the MCP ones (credits, replays over REST). */
+export const rest = (url: string, path: string, key: string | undefined, body?: unknown, headers: Record<string, string> = {}) =>
+  Effect.promise(() =>
+    send(`${url}${path}`, {
+      headers: { ...(key === undefined ? {} : { authorization: `Bearer ${key}` }), ...headers },
+      ...(body === undefined ? {} : { body })
+    })
+  )
+
+/** A new test-mode key holding `credits` (0 or 500), bought through checkout, the fake processor and confirm. */
+export const keyWith = (url: string, stripe: FakeStripe, credits: 0 | 500) =>
+  Effect.gen(function* () {
+    const key = newCreditKey(true)
+    const checkout = yield* rest(url, "/v1/credits/checkout", key, { order_id: crypto.randomUUID() })
+    const sessionId = isRecord(checkout.body) ? checkout.body["session_id"] : undefined
+    if (typeof sessionId !== "string") throw new Error(`checkout failed: ${checkout.text}`)
+    if (credits === 500) {
+      stripe.pay(sessionId)
+      const confirmed = yield* rest(url, "/v1/credits/confirm", key, { session_id: sessionId })
+      if (!isRecord(confirmed.body) || confirmed.body["credits_remaining"] !== 500) throw new Error(`confirm failed: ${confirmed.text}`)
+    }
+    return key
+  })
+
+export const balanceOf = (url: string, key: string) =>
+  Effect.map(rest(url, "/v1/credits/balance", key), (answer) => (isRecord(answer.body) ? answer.body["credits_remaining"] : answer.text))
+
+/** The fake Stripe for the scope of a test server. */
+export const fakeStripe = Effect.acquireRelease(
+  Effect.promise(() => startFakeStripe()),
+  (fake) => Effect.promise(() => fake.close())
+)

@@ -1,0 +1,174 @@
+// The tool interface at /mcp paid per call with x402 (v2 MCP transport) on the local chain: the official MCP and x402 clients.
+import { describe, expect, layer } from "@effect/vitest"
+import type { PaymentRequired as X402PaymentRequired } from "@x402/core/types"
+import { Context, Effect, Layer } from "effect"
+import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
+import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
+import { Limits } from "../../src/limits/Limits.ts"
+import { FundingLive } from "../../src/server.ts"
+import { Chain, type LocalChain } from "../support/chain.ts"
+import { type FakeOpenAI, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
+import type { FakeStripe } from "../support/fakeStripe.ts"
+import { isRecord } from "../support/http.ts"
+import { makeImage } from "../support/images.ts"
+import { chickenRice } from "../support/meals.ts"
+import { startServer } from "../support/server.ts"
+import { x402Env } from "../x402/layer.ts"
+import { signPayment, withBrokenSignature } from "../x402/payer.ts"
+import { analyzeFood, balanceOf, connect, fakeStripe, firstText, keyWith, toolErrorCode } from "./support.ts"
+
+const PRICE = 10_000n
+
+class Service extends Context.Tag("test/McpX402Service")<
+  Service,
+  { readonly url: string; readonly model: FakeOpenAI; readonly chain: LocalChain; readonly stripe: FakeStripe }
+>() {}
+
+const ServiceLive = Layer.scoped(
+  Service,
+  Effect.gen(function* () {
+    const chain = yield* Chain
+    const stripe = yield* fakeStripe
+    const model = yield* startFakeOpenAI()
+    const { url } = yield* startServer({
+      env: { ...x402Env(chain), ...stripe.env, OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: model.url, VISION_MODEL: "fake-vision-1" },
+      dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, Limits.unlimited)
+    })
+    return { url, model, chain, stripe }
+  })
+).pipe(Layer.provide(Chain.layer({ payers: 4 })))
+
+const photo = await makeImage(640, 480, "jpeg")
+const image = { image_base64: photo.base64, mime_type: photo.mime }
+
+const anonymous = Effect.flatMap(Service, ({ url }) => connect(url))
+
+/** The challenge an unpaid call returns. */
+const challengeFor = (idempotencyKey: string) =>
+  Effect.gen(function* () {
+    const mcp = yield* anonymous
+    const unpaid = yield* analyzeFood(mcp, { ...image, idempotency_key: idempotencyKey })
+    expect(unpaid.isError).toBe(true)
+    return unpaid.structuredContent as unknown as X402PaymentRequired
+  })
+
+const transfersFrom = (i: number) =>
+  Effect.flatMap(Service, ({ chain }) => Effect.promise(() => chain.transfers(chain.accounts.payers[i]!.address, chain.accounts.payTo.address)))
+
+const sign = (i: number, challenge: X402PaymentRequired) =>
+  Effect.flatMap(Service, ({ chain }) => Effect.promise(() => signPayment(chain.accounts.payers[i]!, challenge)))
+
+describe("MCP tool interface paid with x402", () => {
+  // The server and the chain run on the real clock.
+  layer(ServiceLive, { excludeTestServices: true })("on the local chain", (it) => {
+    it.scoped("without payment: isError with the x402 PaymentRequired (accepts) as structuredContent and first text; nothing runs", () =>
+      Effect.gen(function* () {
+        const { chain, model } = yield* Service
+        const mcp = yield* anonymous
+        const unpaid = yield* analyzeFood(mcp, { ...image, idempotency_key: "mcp-x402-unpaid-00001" })
+        expect(unpaid.isError).toBe(true)
+        expect(unpaid.structuredContent).toMatchObject({
+          x402Version: 2,
+          accepts: [{ scheme: "exact", network: "eip155:8453", amount: "10000", payTo: chain.accounts.payTo.address }]
+        })
+        expect(firstText(unpaid)).toEqual(unpaid.structuredContent)
+        const second = unpaid.content[1]
+        expect(second?.type === "text" && JSON.parse(second.text)).toMatchObject({ error: { code: "payment_required" } })
+        // Invalid input is refused before any price is asked (as on REST).
+        const invalid = yield* analyzeFood(mcp, { ...image, mime_type: "image/gif", idempotency_key: "mcp-x402-unpaid-00002" })
+        expect(toolErrorCode(invalid)).toBe("invalid_request")
+        expect(model.requests).toHaveLength(0)
+      }))
+
+    it.scoped("paying through _meta: one transfer of 10000, the receipt in _meta; the same call again replays without paying", () =>
+      Effect.gen(function* () {
+        const { model } = yield* Service
+        const mcp = yield* anonymous
+        const idempotencyKey = "mcp-x402-paid-000001"
+        const payment = yield* sign(0, yield* challengeFor(idempotencyKey))
+        const before = model.requests.length
+        model.enqueue(Reply.answer(chickenRice))
+        const paid = yield* analyzeFood(mcp, { ...image, idempotency_key: idempotencyKey }, { "x402/payment": payment })
+        expect(paid.isError ?? false, JSON.stringify(paid.structuredContent)).toBe(false)
+        expect(paid.structuredContent).toMatchObject({ dish_name: "Grilled chicken with rice", estimate: true })
+        expect(firstText(paid)).toEqual(paid.structuredContent)
+        const receipt = paid._meta?.["x402/payment-response"]
+        expect(receipt).toMatchObject({ success: true, network: "eip155:8453", transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) })
+        const transaction = isRecord(receipt) ? receipt["transaction"] : undefined
+        expect(yield* transfersFrom(0)).toEqual([{ transactionHash: transaction, value: PRICE }])
+
+        const replay = yield* analyzeFood(mcp, { ...image, idempotency_key: idempotencyKey }, { "x402/payment": payment })
+        expect(replay.structuredContent).toEqual(paid.structuredContent)
+        expect(replay._meta?.["x402/payment-response"]).toEqual(receipt)
+        expect(yield* transfersFrom(0)).toHaveLength(1)
+        expect(model.requests.length - before).toBe(1)
+
+        // The same authorization for another request: refused, nothing served.
+        const reused = yield* analyzeFood(mcp, { ...image, idempotency_key: "mcp-x402-paid-000002" }, { "x402/payment": payment })
+        expect([reused.isError, toolErrorCode(reused)]).toEqual([true, "authorization_reused"])
+        expect(model.requests.length - before).toBe(1)
+      }))
+
+    it.scoped("an invalid payment: a fresh challenge with invalid_payment, no model call, nothing moves", () =>
+      Effect.gen(function* () {
+        const { model } = yield* Service
+        const mcp = yield* anonymous
+        const idempotencyKey = "mcp-x402-invalid-0001"
+        const payment = withBrokenSignature(yield* sign(1, yield* challengeFor(idempotencyKey)))
+        const before = model.requests.length
+        const refused = yield* analyzeFood(mcp, { ...image, idempotency_key: idempotencyKey }, { "x402/payment": payment })
+        expect(refused.isError).toBe(true)
+        expect(refused.structuredContent).toMatchObject({ x402Version: 2, accepts: [{ amount: "10000" }] })
+        const second = refused.content[1]
+        expect(second?.type === "text" && JSON.parse(second.text)).toMatchObject({ error: { code: "invalid_payment" } })
+        const garbage = yield* analyzeFood(mcp, { ...image, idempotency_key: "mcp-x402-invalid-0002" }, { "x402/payment": "not a payload" })
+        expect(garbage.structuredContent).toHaveProperty("accepts")
+        expect(model.requests.length).toBe(before)
+        expect(yield* transfersFrom(1)).toEqual([])
+      }))
+
+    it.scoped("a Bearer key without credits: insufficient_credits with the x402 challenge, so the agent may pay per call instead", () =>
+      Effect.gen(function* () {
+        const { model, stripe, url } = yield* Service
+        const key = yield* keyWith(url, stripe, 0)
+        const before = model.requests.length
+        const broke = yield* analyzeFood(yield* connect(url, { authorization: `Bearer ${key}` }), { ...image, idempotency_key: "mcp-x402-broke-00001" })
+        expect(broke.isError).toBe(true)
+        expect(broke.structuredContent).toMatchObject({ x402Version: 2, accepts: [{ amount: "10000" }] })
+        const second = broke.content[1]
+        expect(second?.type === "text" && JSON.parse(second.text)).toMatchObject({ error: { code: "insufficient_credits" } })
+        expect(yield* balanceOf(url, key)).toBe(0)
+        expect(model.requests.length).toBe(before)
+      }))
+
+    it.scoped("settlement unconfirmed: isError payment_pending with the pending receipt and no accepts; the identical retry settles once", () =>
+      Effect.gen(function* () {
+        const { chain, model } = yield* Service
+        const mcp = yield* anonymous
+        const idempotencyKey = "mcp-x402-pending-0001"
+        const payment = yield* sign(2, yield* challengeFor(idempotencyKey))
+        const before = model.requests.length
+        model.enqueue(Reply.answer(chickenRice))
+        yield* Effect.promise(() => chain.pauseMining())
+        const pending = yield* Effect.ensuring(
+          analyzeFood(mcp, { ...image, idempotency_key: idempotencyKey }, { "x402/payment": payment }),
+          Effect.promise(() => chain.resumeMining())
+        )
+        expect([pending.isError, toolErrorCode(pending)]).toEqual([true, "payment_pending"])
+        expect(pending.structuredContent).not.toHaveProperty("accepts")
+        expect(pending.structuredContent).toMatchObject({
+          retry_after_seconds: 60,
+          payment_response: { success: false, errorReason: "settlement_pending" }
+        })
+        expect(pending._meta?.["x402/payment-response"]).toEqual(pending.structuredContent?.["payment_response"])
+
+        const retried = yield* analyzeFood(mcp, { ...image, idempotency_key: idempotencyKey }, { "x402/payment": payment })
+        expect(retried.isError ?? false, JSON.stringify(retried.structuredContent)).toBe(false)
+        const receipt = retried._meta?.["x402/payment-response"]
+        expect(receipt).toMatchObject({ success: true })
+        const transaction = isRecord(receipt) ? receipt["transaction"] : undefined
+        expect(yield* transfersFrom(2)).toEqual([{ transactionHash: transaction, value: PRICE }])
+        expect(model.requests.length - before).toBe(1)
+      }))
+  })
+})
