@@ -21,7 +21,10 @@ export const IdempotencyKey = Schema.String.pipe(
 )
 
 export const ImageMimeType = Schema.Literal("image/jpeg", "image/png")
-export const Language = Schema.Literal("en", "lt")
+export const Language = Schema.Literal("en", "lt").annotations({
+  description: "Language of dish and item names (en or lt); food-database queries stay in English",
+  default: "en"
+})
 
 const hasAtMostTwoDecimals = (n: number) => Math.abs(n * 100 - Math.round(n * 100)) < 1e-6
 
@@ -31,6 +34,7 @@ export const KnownTotalGrams = Schema.Number.pipe(
   Schema.filter(hasAtMostTwoDecimals, { message: () => "known_total_grams allows at most two decimal places" }),
   Schema.annotations({
     identifier: "KnownTotalGrams",
+    title: "known_total_grams",
     description:
       "Measured weight in grams of all edible food in the image (1 to 5000, at most two decimals). Omit when unknown or when only part of the meal was weighed.",
     jsonSchema: { multipleOf: 0.01 }
