@@ -2,10 +2,11 @@
 import { randomBytes } from "node:crypto"
 import { Command, Options } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer, Logger, LogLevel } from "effect"
+import { Console, Effect, Layer } from "effect"
 import { AppConfig } from "./config.ts"
 import * as Database from "./db/Database.ts"
 import { SERVICE_VERSION } from "./http/health.ts"
+import { LoggingLive } from "./logging.ts"
 import { fooddbCommand } from "./foods/cli.ts"
 import { ServerLive } from "./server.ts"
 
@@ -33,22 +34,7 @@ export const morsel = Command.make("morsel").pipe(Command.withSubcommands([serve
 
 const run = Command.run(morsel, { name: "morsel", version: SERVICE_VERSION })
 
-const levels = {
-  all: LogLevel.All,
-  trace: LogLevel.Trace,
-  debug: LogLevel.Debug,
-  info: LogLevel.Info,
-  warning: LogLevel.Warning,
-  error: LogLevel.Error,
-  fatal: LogLevel.Fatal,
-  none: LogLevel.None
-} as const
-
-/** LOG_FORMAT and LOG_LEVEL; a bad setting is reported by the command that reads the settings. */
-const logging = Layer.unwrapEffect(
-  Effect.map(AppConfig, (settings) =>
-    Layer.mergeAll(settings.logFormat === "json" ? Logger.json : Logger.pretty, Logger.minimumLogLevel(levels[settings.logLevel]))
-  )
-).pipe(Layer.provide(AppConfig.layer), Layer.orElse(() => Layer.empty))
+/** A bad setting is reported by the command that reads the settings, not by the logger. */
+const logging = LoggingLive.pipe(Layer.provide(AppConfig.layer), Layer.orElse(() => Layer.empty))
 
 run(process.argv).pipe(Effect.provide(NodeContext.layer), Effect.provide(logging), NodeRuntime.runMain({ disableErrorReporting: false }))

@@ -6,6 +6,7 @@ import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../src/config.ts"
+import { LoggingLive } from "../../src/logging.ts"
 import { type Dependencies, type FeatureServices, serveWith } from "../../src/server.ts"
 import { TestDatabase } from "./database.ts"
 
@@ -17,7 +18,8 @@ export interface TestServer {
 export const baseEnv: Readonly<Record<string, string>> = {
   HOST: "127.0.0.1",
   PORT: "0",
-  LOG_LEVEL: "warning"
+  LOG_LEVEL: "warning",
+  LOG_FORMAT: "pretty"
 }
 
 /** Dependencies built by the test itself (`Layer.succeedContext`) stay inspectable by the test. */
@@ -36,6 +38,7 @@ export const startServer = (options: {
     const app = serveWith(options.dependencies).pipe(
       Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })),
       Layer.provide(options.database ?? TestDatabase),
+      Layer.provide(LoggingLive),
       Layer.provide(config),
       Layer.orDie
     )
