@@ -37,4 +37,4 @@ const run = Command.run(morsel, { name: "morsel", version: SERVICE_VERSION })
 /** A bad setting is reported by the command that reads the settings, not by the logger. */
 const logging = LoggingLive.pipe(Layer.provide(AppConfig.layer), Layer.orElse(() => Layer.empty))
 
-run(process.argv).pipe(Effect.provide(NodeContext.layer), Effect.provide(logging), NodeRuntime.runMain({ disableErrorReporting: false }))
+run(process.argv).pipe(Effect.provide(NodeContext.layer), Effect.provide(logging), NodeRuntime.runMain({ disablePrettyLogger: true }))
