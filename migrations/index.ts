@@ -3,10 +3,12 @@ import core from "./0001_core.ts"
 import foods from "./0002_foods.ts"
 import credits from "./0003_credits.ts"
 import x402 from "./0004_x402.ts"
+import limits from "./0005_limits.ts"
 
 export const migrations = {
   "0001_core": core,
   "0002_foods": foods,
   "0003_credits": credits,
-  "0004_x402": x402
+  "0004_x402": x402,
+  "0005_limits": limits
 }

@@ -12,6 +12,8 @@ export interface Limits {
   readonly failuresPerDay: number
   readonly feedbackPerKeyPerDay: number
   readonly feedbackGlobalPerDay: number
+  readonly creditsPerKeyPerMinute: number
+  readonly creditsGlobalPerMinute: number
 }
 
 export interface Settings {
@@ -118,7 +120,10 @@ const limits: Config.Config<Limits> = Config.all({
   x402Concurrent: positiveInt("LIMIT_X402_CONCURRENT", 2),
   failuresPerDay: positiveInt("LIMIT_FAILURES_PER_DAY", 25),
   feedbackPerKeyPerDay: positiveInt("LIMIT_FEEDBACK_PER_KEY_PER_DAY", 10),
-  feedbackGlobalPerDay: positiveInt("LIMIT_FEEDBACK_GLOBAL_PER_DAY", 1000)
+  feedbackGlobalPerDay: positiveInt("LIMIT_FEEDBACK_GLOBAL_PER_DAY", 1000),
+  // Far above what a client checking its balance or buying a pack needs; low enough that a loop cannot swamp Stripe.
+  creditsPerKeyPerMinute: positiveInt("LIMIT_CREDITS_PER_KEY_PER_MINUTE", 60),
+  creditsGlobalPerMinute: positiveInt("LIMIT_CREDITS_GLOBAL_PER_MINUTE", 600)
 })
 
 const stripe = Config.all({

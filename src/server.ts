@@ -19,7 +19,7 @@ import { FoodDbLive } from "./foods/FoodDbLive.ts"
 import { MorselApi } from "./http/Api.ts"
 import { HealthHttpLive } from "./http/health.ts"
 import { TransportGuard } from "./http/transport.ts"
-import { Limits } from "./limits/Limits.ts"
+import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
 import { PaymentResolutions } from "./x402/Reconciler.ts"
 import { X402Funding, X402Layer } from "./x402/X402Funding.ts"
@@ -74,7 +74,7 @@ export const FundingLive = FundingRouterLive(
 )
 
 /** The outside dependencies as they run in production. */
-export const LiveDependencies = Layer.mergeAll(VisionModelLive, FoodDbLive, FundingLive, Limits.unlimited)
+export const LiveDependencies = Layer.mergeAll(VisionModelLive, FoodDbLive, FundingLive, LimitsLive)
 
 /** Serves Routes with the analysis pipeline on the given dependencies; needs AppConfig, the database and an HTTP server. */
 export const serveWith = <E, R>(dependencies: Layer.Layer<Dependencies, E, R>) =>

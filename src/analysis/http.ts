@@ -150,7 +150,11 @@ export const AnalyzeRequestsLive = Layer.effect(
           }
           const image = inspected.right.bytes
           const found = yield* funding.identify({ authorization, paymentSignature })
-          if (Option.isNone(found)) return yield* funding.challenge
+          if (Option.isNone(found)) {
+            // A challenge is only worth paying when the analysis could start (CONTRACT: limits before the 402).
+            yield* limits.peek
+            return yield* funding.challenge
+          }
           const method = found.value
           const { abandoned, claim } = yield* store
             .claim({

@@ -5,6 +5,7 @@ import { AppConfig } from "../config.ts"
 import { InvalidRequest } from "../domain/errors.ts"
 import { CreditKey, CreditKeyAuth, MorselApi } from "../http/Api.ts"
 import { setResponseHeader, withRetryAfter } from "../http/headers.ts"
+import { withCreditCapacity } from "../limits/http.ts"
 import { Checkout } from "./Checkout.ts"
 import { feedbackLimited, invalidKey, orStorageUnavailable, paymentsUnavailable } from "./failures.ts"
 import { Feedback } from "./Feedback.ts"
@@ -52,7 +53,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
     const requirePayments = Option.isSome(config.stripe) ? Effect.void : Effect.fail(paymentsUnavailable())
 
     return handlers
-      .handle("balance", () => knownAccount.pipe(Effect.map(balanceOf), withRetryAfter))
+      .handle("balance", () => knownAccount.pipe(Effect.map(balanceOf), withCreditCapacity, withRetryAfter))
       .handle("checkout", ({ payload }) =>
         Effect.gen(function* () {
           yield* requirePayments
@@ -67,7 +68,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
                 credits: PACK_CREDITS,
                 amount_usd: "5.00" as const
               }
-        }).pipe(withRetryAfter)
+        }).pipe(withCreditCapacity, withRetryAfter)
       )
       .handle("confirm", ({ payload }) =>
         Effect.gen(function* () {
@@ -84,7 +85,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
           yield* checkout.confirm(account.fingerprint, payload.session_id)
           const after = yield* orStorageUnavailable(ledger.account(account.fingerprint))
           return balanceOf(Option.getOrElse(after, () => account))
-        }).pipe(withRetryAfter)
+        }).pipe(withCreditCapacity, withRetryAfter)
       )
       .handle("checkoutStatus", ({ payload }) =>
         Effect.gen(function* () {

@@ -1,5 +1,6 @@
 /** The credits feature assembled: its services, its HttpApi group with the key middleware, and its raw routes. */
 import { Layer } from "effect"
+import { CreditCapacity } from "../limits/Capacity.ts"
 import { Checkout } from "./Checkout.ts"
 import { CreditFunding } from "./CreditFunding.ts"
 import { Feedback } from "./Feedback.ts"
@@ -10,7 +11,7 @@ import { Processor } from "./Processor.ts"
 import { CreditsRoutes } from "./routes.ts"
 
 /** Every credits service; needs AppConfig and SqlClient. */
-export const CreditsServicesLive = Layer.mergeAll(Checkout.Default, Feedback.Default, CreditFunding.Default).pipe(
+export const CreditsServicesLive = Layer.mergeAll(Checkout.Default, Feedback.Default, CreditFunding.Default, CreditCapacity.Live).pipe(
   Layer.provideMerge(Layer.mergeAll(Ledger.Default, KeyFingerprints.Default, Processor.layer))
 )
 

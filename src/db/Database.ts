@@ -18,6 +18,11 @@ export class DatabaseUnavailable extends Data.TaggedError("DatabaseUnavailable")
 }> {}
 
 const POOL_SIZE = 8
+/**
+ * PGlite has one backend: statements of concurrent connections interleave on it and break the extended query
+ * protocol ("portal does not exist"), so the embedded database is used through a single connection.
+ */
+const EMBEDDED_POOL_SIZE = 1
 
 /** Starts PGlite on a private unix socket so the ordinary pg driver can talk to it. */
 export const embedded = (dataDir: string, options: { readonly loadDataDir?: Blob } = {}) =>
@@ -48,7 +53,7 @@ export const startEmbedded = (dataDir: string, options: { readonly loadDataDir?:
     yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
-          const server = new PGLiteSocketServer({ db, path: join(socketDir, ".s.PGSQL.5432"), maxConnections: POOL_SIZE * 2 })
+          const server = new PGLiteSocketServer({ db, path: join(socketDir, ".s.PGSQL.5432"), maxConnections: 4 })
           await server.start()
           return server
         },
@@ -56,11 +61,12 @@ export const startEmbedded = (dataDir: string, options: { readonly loadDataDir?:
       }),
       (server) => Effect.promise(() => server.stop()).pipe(Effect.ignore)
     )
-    const target: PgTarget = { host: socketDir, port: 5432, database: "postgres", username: "postgres" }
+    const target: PgTarget = { embedded: true, host: socketDir, port: 5432, database: "postgres", username: "postgres" }
     return { target, snapshot: Effect.promise(() => db.dumpDataDir("none")) }
   })
 
 export interface PgTarget {
+  readonly embedded?: boolean
   readonly url?: Redacted.Redacted
   readonly host?: string
   readonly port?: number
@@ -69,9 +75,11 @@ export interface PgTarget {
 }
 
 /** A migrated PgClient/SqlClient for an explicit target. */
-export const layerFor = (target: PgTarget) =>
+export const layerFor = ({ embedded, ...target }: PgTarget) =>
   Layer.effectDiscard(migrate).pipe(
-    Layer.provideMerge(PgClient.layer({ ...target, maxConnections: POOL_SIZE, idleTimeout: "60 seconds" }))
+    Layer.provideMerge(
+      PgClient.layer({ ...target, maxConnections: embedded ? EMBEDDED_POOL_SIZE : POOL_SIZE, idleTimeout: "60 seconds" })
+    )
   )
 
 /** The store chosen by the settings: DATABASE_URL, else PGlite in MORSEL_DATA_DIR. */

@@ -1,7 +1,9 @@
-/** The seam for admission control: may this payer start a new analysis now? */
-import { Context, Effect, Layer } from "effect"
+/** Admission control for new analyses (SPEC §8): rolling windows and concurrency leases kept in PostgreSQL for every instance. */
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Clock, Context, Effect, Layer } from "effect"
 import type { Payer } from "../analysis/Funding.ts"
-import type { TooManyRequests } from "../domain/errors.ts"
+import { AppConfig, type Limits as LimitSettings } from "../config.ts"
+import { ServiceUnavailable, TooManyRequests } from "../domain/errors.ts"
 
 /** A held slot of the concurrency limits; released when the analysis ends, however it ends. */
 export interface Admission {
@@ -11,10 +13,144 @@ export interface Admission {
 export class Limits extends Context.Tag("morsel/Limits")<
   Limits,
   {
-    /** Admit one new analysis for `payer`, or refuse with 429 (the Retry-After header set by the caller). */
-    readonly admit: (payer: Payer, requestId: string) => Effect.Effect<Admission, TooManyRequests>
+    /**
+     * Admit one new analysis for `payer`, or refuse with 429 (the Retry-After header set by the caller from the
+     * code). Storage trouble is a 503: without the shared counts no instance can tell whether it may start.
+     */
+    readonly admit: (payer: Payer, requestId: string) => Effect.Effect<Admission, TooManyRequests | ServiceUnavailable>
+    /**
+     * Read-only look for a request that carries no funding yet: would an x402-paid analysis be admitted now
+     * (service-wide windows and concurrency, the x402 share)? Lets the 402 challenge wait until it can be used.
+     */
+    readonly peek: Effect.Effect<void, TooManyRequests | ServiceUnavailable>
   }
 >() {
   /** No limits at all: for tests of other features. */
-  static readonly unlimited = Layer.succeed(Limits, { admit: () => Effect.succeed({ release: Effect.void }) })
+  static readonly unlimited = Layer.succeed(Limits, {
+    admit: () => Effect.succeed({ release: Effect.void }),
+    peek: Effect.void
+  })
 }
+
+export const HOUR_MS = 3_600_000
+export const DAY_MS = 24 * HOUR_MS
+
+/** The limits `limit_admission` names, with the answer each one gives. */
+export type LimitName =
+  | "failures"
+  | "payer_day"
+  | "concurrent"
+  | "global_hour"
+  | "global_day"
+  | "x402_concurrent"
+  | "x402_hour"
+  | "x402_day"
+
+const refusal = (code: TooManyRequests["error"]["code"], message: string) => new TooManyRequests({ error: { code, message } })
+
+/** The 429 for a reached limit: failure_limit and spend_limited are the payer's own, everything else rate_limited. */
+export const refusalFor = (limits: LimitSettings, name: LimitName): TooManyRequests => {
+  switch (name) {
+    case "failures":
+      return refusal(
+        "failure_limit",
+        `${limits.failuresPerDay} unsuccessful analyses of this payer in the past 24 hours; new requests are paused for a while.`
+      )
+    case "payer_day":
+      return refusal("spend_limited", `This payer started ${limits.payerPerDay} analyses in the past 24 hours, its daily cap.`)
+    case "concurrent":
+      return refusal("rate_limited", `${limits.concurrent} analyses are running, the most the beta runs at once.`)
+    case "global_hour":
+      return refusal("rate_limited", `The beta started ${limits.globalPerHour} analyses in the past hour, its hourly allowance.`)
+    case "global_day":
+      return refusal("rate_limited", `The beta started ${limits.globalPerDay} analyses in the past 24 hours, its daily allowance.`)
+    case "x402_concurrent":
+      return refusal("rate_limited", `${limits.x402Concurrent} x402-paid analyses are running, the most the x402 share runs at once.`)
+    case "x402_hour":
+      return refusal("rate_limited", `The x402 share of ${limits.x402PerHour} analyses per hour is taken.`)
+    case "x402_day":
+      return refusal("rate_limited", `The x402 share of ${limits.x402PerDay} analyses per 24 hours is taken.`)
+  }
+}
+
+const limitNames: ReadonlyArray<string> = [
+  "failures",
+  "payer_day",
+  "concurrent",
+  "global_hour",
+  "global_day",
+  "x402_concurrent",
+  "x402_hour",
+  "x402_day"
+] satisfies ReadonlyArray<LimitName>
+const isLimitName = (s: string): s is LimitName => limitNames.includes(s)
+
+const storageUnavailable = (error: SqlError.SqlError) =>
+  Effect.logError("limits storage failure", error).pipe(
+    Effect.zipRight(
+      Effect.fail(
+        new ServiceUnavailable({ error: { code: "storage_unavailable", message: "Storage is unavailable; retry the same request." } })
+      )
+    )
+  )
+
+/**
+ * Limits on PostgreSQL. Each admission is one call of the `limit_admission` function (migration 0005): it
+ * takes the `limit_locks` row FOR UPDATE, counts `limit_admissions` (and the payer's counted failures in
+ * `analysis_requests`) and inserts its own row, all in one statement's transaction, so instances never
+ * overtake each other. Nothing spans an analysis: a slot is a row whose lease ends at the analysis lease
+ * (deadline + settlement wait + 60 s) unless released first, so a crashed instance cannot hold it for long.
+ */
+export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlClient> = Layer.effect(
+  Limits,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const settings = yield* AppConfig
+    const limits = settings.limits
+    // The same bound as a running attempt's idempotency lease: past it the instance is presumed gone.
+    const leaseMs = settings.analysisTimeoutMs + settings.x402.confirmTimeoutMs + 60_000
+
+    /** The limit that refuses this analysis now, if any; inserts its admission when `admit` and none does. */
+    const decide = (requestId: string | null, payer: Payer | undefined, admit: boolean) =>
+      Effect.gen(function* () {
+        const nowMs = yield* Clock.currentTimeMillis
+        const rows = yield* sql<{ reached: string | null }>`
+          SELECT limit_admission(
+            ${requestId}::uuid, ${payer?.id ?? null}::text, ${payer?.kind ?? "x402"}::text, ${admit}::boolean,
+            ${new Date(nowMs)}::timestamptz, ${new Date(nowMs - HOUR_MS)}::timestamptz,
+            ${new Date(nowMs - DAY_MS)}::timestamptz, ${new Date(nowMs + leaseMs)}::timestamptz,
+            ${limits.globalPerDay}::int, ${limits.globalPerHour}::int, ${limits.payerPerDay}::int, ${limits.concurrent}::int,
+            ${limits.x402PerDay}::int, ${limits.x402PerHour}::int, ${limits.x402Concurrent}::int, ${limits.failuresPerDay}::int
+          ) AS reached`.pipe(Effect.catchTag("SqlError", storageUnavailable))
+        const reached = rows[0]?.reached ?? null
+        if (reached === null) return undefined
+        if (!isLimitName(reached)) return yield* Effect.dieMessage(`limit_admission answered an unknown limit: ${reached}`)
+        return refusalFor(limits, reached)
+      })
+
+    const release = (requestId: string) =>
+      Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+        sql`UPDATE limit_admissions SET released_at = ${new Date(nowMs)} WHERE request_id = ${requestId} AND released_at IS NULL`
+      ).pipe(
+        Effect.asVoid,
+        // The lease frees the slot anyway; a lost release only holds it until then.
+        Effect.catchAll((error) => Effect.logWarning("could not release an analysis slot; its lease will free it", error)),
+        Effect.uninterruptible
+      )
+
+    const admit = (payer: Payer, requestId: string) =>
+      Effect.gen(function* () {
+        const refused = yield* decide(requestId, payer, true)
+        if (refused !== undefined) {
+          yield* Effect.logInfo("new analysis refused by a limit", { code: refused.error.code, funding: payer.kind })
+          return yield* refused
+        }
+        return { release: release(requestId) } satisfies Admission
+      })
+
+    // An unfunded request would be paid with x402 (a key holder sends the key): the service-wide and x402 limits apply.
+    const peek = Effect.flatMap(decide(null, undefined, false), (refused) => (refused === undefined ? Effect.void : Effect.fail(refused)))
+
+    return Limits.of({ admit, peek })
+  })
+)

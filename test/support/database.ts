@@ -57,3 +57,16 @@ export const TestDatabase = Layer.unwrapScoped(
 
 /** For tests that only mean something on a real server (true concurrency across connections). */
 export const describeRealPostgres = realPostgresUrl ? "real PostgreSQL" : undefined
+
+/**
+ * One fresh database for several simulated service instances: on real PostgreSQL each `instance()` is its own
+ * connection pool, as separate processes would have; in-memory PGlite has one backend, so there they share one.
+ */
+export const sharedTestDatabase = Effect.gen(function* () {
+  if (realPostgresUrl) {
+    const url = Redacted.make(withSearchPath(realPostgresUrl, yield* freshSchema))
+    return { instance: () => layerFor({ url }).pipe(Layer.orDie) }
+  }
+  const context = yield* Layer.build(TestDatabase.pipe(Layer.orDie))
+  return { instance: () => Layer.succeedContext(context) }
+})

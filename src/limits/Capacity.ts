@@ -1,0 +1,88 @@
+/** Capacity limit of the credit endpoints (SPEC §7 "429 capacity limit"): per-key and service-wide requests per minute, counted in PostgreSQL. */
+import { SqlClient } from "@effect/sql"
+import { Clock, Context, Effect, Layer } from "effect"
+import { AppConfig } from "../config.ts"
+import { TooManyRequests } from "../domain/errors.ts"
+
+export const CAPACITY_WINDOW_MS = 60_000
+
+export interface CapacitySettings {
+  readonly perKeyPerMinute: number
+  readonly globalPerMinute: number
+}
+
+/** A refusal and how long until the current minute ends (whole seconds, at least 1). */
+export interface CapacityRefusal {
+  readonly error: TooManyRequests
+  readonly retryAfterSeconds: number
+}
+
+export class CreditCapacity extends Context.Tag("morsel/CreditCapacity")<
+  CreditCapacity,
+  {
+    /**
+     * Count one credit-endpoint request of `subject` (a digest of the key, never the key) against its minute
+     * and the service's; refused requests of a key do not count toward the service-wide minute.
+     */
+    readonly admit: (subject: string) => Effect.Effect<void, CapacityRefusal>
+  }
+>() {
+  /** No capacity limit: for tests of other features. */
+  static readonly unlimited = Layer.succeed(CreditCapacity, { admit: () => Effect.void })
+
+  /**
+   * Fixed one-minute windows (a burst may reach twice the rate across a minute boundary; fine for a guard).
+   * Each count is one conditional upsert, atomic across instances without a lock. The counters' own storage
+   * failing lets the request through: the endpoint itself then answers for its storage.
+   */
+  static readonly layer = (settings: CapacitySettings): Layer.Layer<CreditCapacity, never, SqlClient.SqlClient> =>
+    Layer.effect(
+      CreditCapacity,
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+
+        /** True when the request fits in `scope`'s window (and was counted), false when the window is full. */
+        const count = (scope: string, window: Date, limit: number) =>
+          Effect.map(
+            sql<{ requests: number }>`
+              INSERT INTO capacity_counters (scope, window_start, requests) VALUES (${scope}, ${window}, 1)
+              ON CONFLICT (scope, window_start) DO UPDATE SET requests = capacity_counters.requests + 1
+              WHERE capacity_counters.requests < ${limit}
+              RETURNING requests`,
+            (rows) => rows[0]?.requests
+          )
+
+        const admit = (subject: string) =>
+          Effect.gen(function* () {
+            const nowMs = yield* Clock.currentTimeMillis
+            const windowMs = nowMs - (nowMs % CAPACITY_WINDOW_MS)
+            const window = new Date(windowMs)
+            const refuse = (message: string): CapacityRefusal => ({
+              error: new TooManyRequests({ error: { code: "capacity_limited", message } }),
+              retryAfterSeconds: Math.max(1, Math.ceil((windowMs + CAPACITY_WINDOW_MS - nowMs) / 1000))
+            })
+            const perKey = yield* count(`key:${subject}`, window, settings.perKeyPerMinute)
+            if (perKey === undefined) {
+              return yield* Effect.fail(refuse(`This key made ${settings.perKeyPerMinute} credit requests this minute; respect Retry-After.`))
+            }
+            const global = yield* count("global", window, settings.globalPerMinute)
+            if (global === undefined) {
+              return yield* Effect.fail(refuse("The credit endpoints are at capacity this minute; respect Retry-After."))
+            }
+            // The first request of a new minute sweeps the finished windows.
+            if (global === 1) yield* sql`DELETE FROM capacity_counters WHERE window_start < ${window}`
+          }).pipe(
+            Effect.catchTag("SqlError", (error) => Effect.logWarning("capacity counters unavailable; request let through", error))
+          )
+
+        return CreditCapacity.of({ admit })
+      })
+    )
+
+  /** From LIMIT_CREDITS_PER_KEY_PER_MINUTE and LIMIT_CREDITS_GLOBAL_PER_MINUTE (defaults 60 and 600). */
+  static readonly Live = Layer.unwrapEffect(
+    Effect.map(AppConfig, ({ limits }) =>
+      CreditCapacity.layer({ perKeyPerMinute: limits.creditsPerKeyPerMinute, globalPerMinute: limits.creditsGlobalPerMinute })
+    )
+  )
+}
