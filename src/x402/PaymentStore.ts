@@ -5,7 +5,8 @@ import type { Hex } from "viem"
 
 export type PaymentState = "claimed" | "submitted" | "settled" | "failed"
 
-export interface PaymentRecord {
+/** What a claim records: the authorization's terms, identified by its EIP-712 digest (never the signature). */
+export interface NewClaim {
   readonly requestId: string
   readonly payer: string
   readonly asset: string
@@ -16,6 +17,9 @@ export interface PaymentRecord {
   readonly digest: Hex
   /** Unix seconds; after it the token refuses the authorization. */
   readonly validBefore: bigint
+}
+
+export interface PaymentRecord extends NewClaim {
   readonly state: PaymentState
   readonly settledBy: Option.Option<"self" | "facilitator">
   readonly txHash: Option.Option<Hex>
@@ -26,18 +30,6 @@ export interface PaymentRecord {
   readonly failureReason: Option.Option<string>
   readonly attempts: number
   readonly updatedAt: Date
-}
-
-export interface NewClaim {
-  readonly requestId: string
-  readonly payer: string
-  readonly asset: string
-  readonly network: string
-  readonly payTo: string
-  readonly amount: string
-  readonly nonce: Hex
-  readonly digest: Hex
-  readonly validBefore: bigint
 }
 
 /** The authorization is already claimed by another request. */

@@ -6,6 +6,7 @@ import { type ModelAnswer, ModelAnswerSchema, type VisionFailure, type VisionInp
 import { ANSWER_JSON_SCHEMA, ANSWER_SCHEMA_NAME, VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { AppConfig } from "../../src/config.ts"
 import { decodeDataUrl, type FakeOpenAI, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
+import { modelItem } from "../support/meals.ts"
 
 const MODEL = "fake-vision-1"
 
@@ -31,22 +32,15 @@ const input = (image: Uint8Array, language: VisionInput["language"] = "en", mime
   language
 })
 
-const item = (name: string, query: string, grams: number, per100: [number, number, number, number], confidence = 0.8) => ({
-  name,
-  query,
-  estimated_grams: grams,
-  confidence,
-  per_100g: { kcal: per100[0], protein_g: per100[1], carbs_g: per100[2], fat_g: per100[3] }
-})
 
 /** Exactly the contract's fields, nothing more. */
 const meal = {
   food_detected: true,
   dish_name: "Grilled chicken with rice",
   items: [
-    item("Grilled chicken breast", "chicken breast, grilled", 150, [165, 31, 0, 3.6], 0.85),
-    item("White rice", "rice, white, long-grain, cooked", 180, [130, 2.7, 28, 0.3], 0.8),
-    item("Olive oil", "oil, olive", 10, [884, 0, 0, 100], 0.5)
+    modelItem("Grilled chicken breast", "chicken breast, grilled", 150, [165, 31, 0, 3.6], 0.85),
+    modelItem("White rice", "rice, white, long-grain, cooked", 180, [130, 2.7, 28, 0.3], 0.8),
+    modelItem("Olive oil", "oil, olive", 10, [884, 0, 0, 100], 0.5)
   ]
 }
 
@@ -133,9 +127,9 @@ describe("VisionModelLive", () => {
         food_detected: true,
         dish_name: "Cepelinai su spirgučiais",
         items: [
-          item("Cepelinai", "potato dumplings, meat filled, boiled", 300, [150, 6, 22, 4]),
-          item("Grietinė", "sour cream", 40, [193, 2.4, 4.6, 19]),
-          item("Spirgučiai su svogūnais", "bacon, pan-fried", 25, [540, 37, 1.4, 42])
+          modelItem("Cepelinai", "potato dumplings, meat filled, boiled", 300, [150, 6, 22, 4]),
+          modelItem("Grietinė", "sour cream", 40, [193, 2.4, 4.6, 19]),
+          modelItem("Spirgučiai su svogūnais", "bacon, pan-fried", 25, [540, 37, 1.4, 42])
         ]
       }
       fake.enqueue(Reply.answer(lithuanian))
@@ -205,14 +199,14 @@ describe("VisionModelLive", () => {
     const cases: ReadonlyArray<readonly [string, ReturnType<typeof Reply.content>]> = [
       ["text that is not JSON", Reply.content("Here is the analysis: chicken and rice.")],
       ["truncated JSON", Reply.content('{"food_detected": true, "dish_name": "Sou')],
-      ["21 items", Reply.answer({ ...meal, items: Array.from({ length: 21 }, (_, i) => item(`Item ${i}`, "rice, cooked", 10, [130, 3, 28, 0.3])) })],
+      ["21 items", Reply.answer({ ...meal, items: Array.from({ length: 21 }, (_, i) => modelItem(`Item ${i}`, "rice, cooked", 10, [130, 3, 28, 0.3])) })],
       ["confidence 1.5", Reply.answer({ ...meal, items: [{ ...meal.items[0], confidence: 1.5 }] })],
       ["negative grams", Reply.answer({ ...meal, items: [{ ...meal.items[0], estimated_grams: -20 }] })],
       ["zero grams", Reply.answer({ ...meal, items: [{ ...meal.items[0], estimated_grams: 0 }] })],
-      ["kcal over 900 per 100 g", Reply.answer({ ...meal, items: [item("Butter", "butter", 10, [950, 1, 0, 81])] })],
-      ["negative fat", Reply.answer({ ...meal, items: [item("Rice", "rice, cooked", 100, [130, 3, 28, -1])] })],
-      ["an empty name", Reply.answer({ ...meal, items: [item("  ", "rice, cooked", 100, [130, 3, 28, 0.3])] })],
-      ["an empty query", Reply.answer({ ...meal, items: [item("Rice", "", 100, [130, 3, 28, 0.3])] })],
+      ["kcal over 900 per 100 g", Reply.answer({ ...meal, items: [modelItem("Butter", "butter", 10, [950, 1, 0, 81])] })],
+      ["negative fat", Reply.answer({ ...meal, items: [modelItem("Rice", "rice, cooked", 100, [130, 3, 28, -1])] })],
+      ["an empty name", Reply.answer({ ...meal, items: [modelItem("  ", "rice, cooked", 100, [130, 3, 28, 0.3])] })],
+      ["an empty query", Reply.answer({ ...meal, items: [modelItem("Rice", "", 100, [130, 3, 28, 0.3])] })],
       ["food without items", Reply.answer({ ...meal, items: [] })],
       ["food without a dish name", Reply.answer({ ...meal, dish_name: "" })],
       ["food_detected as a string", Reply.answer({ ...meal, food_detected: "yes" })],
@@ -383,7 +377,7 @@ describe("ModelAnswerSchema", () => {
     const edge: ModelAnswer = {
       food_detected: true,
       dish_name: "x",
-      items: Array.from({ length: 20 }, () => item("a", "b", 0.001, [900, 100, 0, 100], 1))
+      items: Array.from({ length: 20 }, () => modelItem("a", "b", 0.001, [900, 100, 0, 100], 1))
     }
     expect(decode(edge)._tag).toBe("Right")
     expect(decode({ ...edge, items: edge.items.map((i) => ({ ...i, confidence: 0 })) })._tag).toBe("Right")
@@ -395,6 +389,6 @@ describe("ModelAnswerSchema", () => {
   })
 
   it("rejects a macronutrient above 100 g per 100 g", () => {
-    expect(decode({ ...meal, items: [item("Oil", "oil", 10, [884, 0, 0, 101])] })._tag).toBe("Left")
+    expect(decode({ ...meal, items: [modelItem("Oil", "oil", 10, [884, 0, 0, 101])] })._tag).toBe("Left")
   })
 })
