@@ -6,7 +6,7 @@ import { type ModelAnswer, ModelAnswerSchema, type VisionFailure, type VisionInp
 import { ANSWER_JSON_SCHEMA, ANSWER_SCHEMA_NAME, VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { AppConfig } from "../../src/config.ts"
 import { decodeDataUrl, type FakeOpenAI, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
-import { modelItem } from "../support/meals.ts"
+import { chickenRice, modelItem, noFood } from "../support/meals.ts"
 
 const MODEL = "fake-vision-1"
 
@@ -34,17 +34,7 @@ const input = (image: Uint8Array, language: VisionInput["language"] = "en", mime
 
 
 /** Exactly the contract's fields, nothing more. */
-const meal = {
-  food_detected: true,
-  dish_name: "Grilled chicken with rice",
-  items: [
-    modelItem("Grilled chicken breast", "chicken breast, grilled", 150, [165, 31, 0, 3.6], 0.85),
-    modelItem("White rice", "rice, white, long-grain, cooked", 180, [130, 2.7, 28, 0.3], 0.8),
-    modelItem("Olive oil", "oil, olive", 10, [884, 0, 0, 100], 0.5)
-  ]
-}
-
-const noFood = { food_detected: false, dish_name: "", items: [] }
+const meal = chickenRice
 
 class CallerTimeout extends Data.TaggedError("CallerTimeout") {}
 
