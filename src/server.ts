@@ -3,6 +3,7 @@ import { createServer } from "node:http"
 import { HttpApiScalar, HttpLayerRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
+import { AdminRoute } from "./admin/AdminRoute.ts"
 import { AnalyzerLive } from "./analysis/Analyzer.ts"
 import type { Funding } from "./analysis/Funding.ts"
 import { FundingRouterLive } from "./analysis/FundingRouter.ts"
@@ -40,7 +41,7 @@ const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>
 )
 
 /** Every route behind the transport guard. */
-export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, DocsRoute, NotFoundRoute).pipe(Layer.provide(TransportGuard))
+export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, NotFoundRoute).pipe(Layer.provide(TransportGuard))
 
 /** The outside dependencies of the analysis, replaceable in tests. */
 export type Dependencies = VisionModel | FoodDb | Funding | Limits
@@ -68,7 +69,14 @@ export const FundingLive = FundingRouterLive(
     const x402 = yield* X402Funding
     return {
       credit,
-      x402: { identify: x402.identify, abandon: x402.release, challenge: x402.challenge, challengeWith: x402.challengeWith }
+      x402: {
+        identify: x402.identify,
+        abandon: x402.release,
+        // A claim is released with its attempt; what was submitted is the reconciler's.
+        releaseOrphans: () => Effect.void,
+        challenge: x402.challenge,
+        challengeWith: x402.challengeWith
+      }
     }
   })
 )

@@ -50,5 +50,7 @@ export class Funding extends Context.Tag("morsel/Funding")<
     readonly challenge: Effect.Effect<never, PaymentRequired>
     /** Give back the reservation of an attempt whose instance vanished mid-analysis; idempotent. */
     readonly abandon: (requestId: string, kind: FundingKind) => Effect.Effect<void>
+    /** Give back reservations made before `olderThan` whose analysis is no longer running. */
+    readonly releaseOrphans: (olderThan: Date) => Effect.Effect<void>
   }
 >() {}

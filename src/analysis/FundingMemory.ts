@@ -62,7 +62,8 @@ export const fundingMemory = (credits: Readonly<Record<string, number>>) =>
           })
         },
         challenge: Effect.fail(new PaymentRequired({ error: { code: "payment_required", message: "send a Bearer key" } })),
-        abandon: (requestId) => release(requestId)
+        abandon: (requestId) => release(requestId),
+        releaseOrphans: () => Effect.void
       })
 
       const ledger: MemoryLedger = {

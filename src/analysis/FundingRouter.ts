@@ -7,6 +7,7 @@ import { Funding, type FundingKind, type FundingMethod } from "./Funding.ts"
 export interface PaymentPath<E> {
   readonly identify: (headerValue: string) => Effect.Effect<FundingMethod, E>
   readonly abandon: (requestId: string) => Effect.Effect<void>
+  readonly releaseOrphans: (olderThan: Date) => Effect.Effect<void>
 }
 
 export interface PaymentPaths {
@@ -43,7 +44,9 @@ export const fundingRouter = (paths: PaymentPaths) => {
       return Effect.succeedNone
     },
     challenge: paths.x402.challenge,
-    abandon: (requestId: string, kind: FundingKind) => paths[kind].abandon(requestId)
+    abandon: (requestId: string, kind: FundingKind) => paths[kind].abandon(requestId),
+    releaseOrphans: (olderThan) =>
+      Effect.zipRight(paths.credit.releaseOrphans(olderThan), paths.x402.releaseOrphans(olderThan))
   })
 }
 

@@ -1,11 +1,15 @@
 /** The idempotent lifecycle of analysis requests in PostgreSQL, shared by every instance. */
 import type { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
+import type { Settings } from "../config.ts"
 import { AnalysisResult } from "../domain/schemas.ts"
 import type { FundingKind } from "./Funding.ts"
 
 export const RESULT_RETENTION_MS = 24 * 60 * 60 * 1000
+
+/** How long a running attempt keeps its key: the whole deadline plus settlement, then another instance may take over. */
+export const attemptLeaseMs = (settings: Settings) => settings.analysisTimeoutMs + settings.x402.confirmTimeoutMs + 60_000
 
 export type Claim =
   | { readonly _tag: "Started"; readonly requestId: string }
@@ -40,6 +44,9 @@ interface Row {
   readonly completed_at: Date | null
 }
 
+/** The attempt is no longer ours: its lease ran out and it was closed or taken over meanwhile. */
+export class AttemptLost extends Data.TaggedError("AttemptLost")<{ readonly requestId: string }> {}
+
 const decodeResult = Schema.decodeUnknown(AnalysisResult)
 const encodeResult = Schema.encode(AnalysisResult)
 
@@ -51,8 +58,18 @@ export class RequestStore extends Context.Tag("morsel/RequestStore")<
     /** The attempt never became one (a limit or the payment refused it): remove it without a trace. */
     readonly forget: (requestId: string) => Effect.Effect<void, SqlError.SqlError>
     readonly fail: (requestId: string, code: string, countsAsFailure: boolean) => Effect.Effect<void, SqlError.SqlError>
-    readonly pending: (requestId: string, result: AnalysisResult, paymentResponse: Option.Option<string>) => Effect.Effect<void, SqlError.SqlError>
-    readonly complete: (requestId: string, result: AnalysisResult, paymentResponse: Option.Option<string>) => Effect.Effect<void, SqlError.SqlError>
+    /** Save the result of a running attempt whose payment is under way; fails when the attempt was lost. */
+    readonly pending: (
+      requestId: string,
+      result: AnalysisResult,
+      paymentResponse: Option.Option<string>
+    ) => Effect.Effect<void, SqlError.SqlError | AttemptLost>
+    /** Save the result of a paid attempt (running or pending); fails when the attempt was lost. */
+    readonly complete: (
+      requestId: string,
+      result: AnalysisResult,
+      paymentResponse: Option.Option<string>
+    ) => Effect.Effect<void, SqlError.SqlError | AttemptLost>
     /** A pending payment was settled in the background: the saved result becomes a completed one. */
     readonly settlePending: (requestId: string, paymentResponse: string) => Effect.Effect<void, SqlError.SqlError>
     /** Running attempts whose lease ran out are marked failed and returned for their reservations to be released. */
@@ -142,11 +159,13 @@ export const RequestStoreLive = Layer.effect(
       Effect.gen(function* () {
         const at = yield* now
         const encoded = yield* Effect.orDie(encodeResult(result))
-        yield* sql`
+        const updated = yield* sql`
           UPDATE analysis_requests
           SET status = ${status}, result = ${sql.json(encoded)}, payment_response = ${Option.getOrNull(paymentResponse)},
               completed_at = ${status === "paid" ? at : null}
-          WHERE request_id = ${requestId} AND status IN ('running', 'payment_pending')`
+          WHERE request_id = ${requestId} AND status IN ('running', 'payment_pending')
+          RETURNING request_id`
+        if (updated.length === 0) return yield* new AttemptLost({ requestId })
       })
 
     return RequestStore.of({

@@ -1,8 +1,10 @@
 /** One analysis request from any transport: validation, funding, idempotency, limits, the analysis and payment, in that order. */
 import { createHash } from "node:crypto"
 import { HttpApiBuilder } from "@effect/platform"
-import { Context, Effect, Either, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlError } from "@effect/sql"
+import { Context, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
+import { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
 import {
   AnalysisFailed,
   type AnalysisTimeout,
@@ -21,9 +23,9 @@ import { AnalysisResult, type AnalyzeRequest } from "../domain/schemas.ts"
 import { MorselApi } from "../http/Api.ts"
 import { setResponseHeader, withRetryAfter } from "../http/headers.ts"
 import { Limits } from "../limits/Limits.ts"
-import { Analyzer } from "./Analyzer.ts"
+import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
 import { Funding, type FundingMethod, type Settled } from "./Funding.ts"
-import { RequestStore } from "./RequestStore.ts"
+import { AttemptLost, attemptLeaseMs, RequestStore } from "./RequestStore.ts"
 
 /** What makes two requests "the same input" (SPEC §4.2 rule 3); the image itself is never stored. */
 export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest) =>
@@ -80,63 +82,88 @@ export const AnalyzeRequestsLive = Layer.effect(
     const store = yield* RequestStore
     const limits = yield* Limits
     const analyzer = yield* Analyzer
-    // A running attempt keeps its key for the whole deadline plus settlement, then another instance may take over.
-    const leaseMs = settings.analysisTimeoutMs + settings.x402.confirmTimeoutMs + 60_000
+    const sql = yield* SqlClient.SqlClient
+    const leaseMs = attemptLeaseMs(settings)
 
-    const complete = (requestId: string, result: AnalysisResult, settled: Settled): Effect.Effect<Served> =>
-      store.complete(requestId, result, settled.paymentResponse).pipe(
-        Effect.orDie,
-        Effect.as({ result, paymentResponse: settled.paymentResponse })
+    /** Storage trouble and a lost attempt are 503s the caller may retry unchanged, never a 500. */
+    const stored = <A, E, R>(requestId: string, effect: Effect.Effect<A, E | SqlError.SqlError | AttemptLost, R>) =>
+      Effect.catchIf(
+        effect,
+        (e): e is SqlError.SqlError | AttemptLost => e instanceof SqlError.SqlError || e instanceof AttemptLost,
+        (e) => Effect.logError("analysis request storage failed", e).pipe(Effect.zipRight(Effect.fail(storageUnavailable(requestId))))
       )
+
+    const served = (result: AnalysisResult, settled: Settled): Served => ({ result, paymentResponse: settled.paymentResponse })
+
+    /** The analysis itself runs on its own fiber: a caller who hangs up does not cancel it, the deadline still does. */
+    const analyse = (requestId: string, image: Uint8Array, payload: AnalyzeRequest) =>
+      analyzer
+        .run({ requestId, image, mime: payload.mime_type, language: payload.language, knownTotalGrams: payload.known_total_grams })
+        .pipe(
+          Effect.flatMap((result) =>
+            validateResult(result).pipe(
+              Effect.mapError(
+                () =>
+                  new AnalysisRejected({
+                    error: new AnalysisFailed({
+                      error: { code: "analysis_failed", message: "the analysis produced an invalid result", request_id: requestId }
+                    }),
+                    countsAsFailure: true
+                  })
+              )
+            )
+          ),
+          Effect.interruptible,
+          Effect.forkDaemon,
+          Effect.flatMap(Fiber.join)
+        )
 
     const attempt = (method: FundingMethod, requestId: string, image: Uint8Array, payload: AnalyzeRequest) =>
       Effect.gen(function* () {
-        const admission = yield* limits.admit(method.payer, requestId).pipe(Effect.tapError(() => Effect.orDie(store.forget(requestId))))
+        // Refused before anything was reserved: the attempt never became one.
+        const forget = Effect.ignoreLogged(store.forget(requestId))
+        const admission = yield* limits.admit(method.payer, requestId).pipe(Effect.tapError(() => forget))
         const reservation = yield* method.reserve(requestId).pipe(
-          Effect.tapError(() => Effect.orDie(store.forget(requestId))),
+          Effect.tapError(() => forget),
           Effect.onError(() => admission.release)
         )
+        // Whatever was reserved goes back; if storage fails here, the sweeper finishes the job after the lease.
         const giveBack = (code: string, countsAsFailure: boolean) =>
-          Effect.zipRight(reservation.release, Effect.orDie(store.fail(requestId, code, countsAsFailure)))
-        const result = yield* analyzer
-          .run({ requestId, image, mime: payload.mime_type, language: payload.language, knownTotalGrams: payload.known_total_grams })
-          .pipe(
-            Effect.flatMap((result) =>
-              validateResult(result).pipe(
-                Effect.mapError(
-                  () =>
-                    new AnalysisFailed({
-                      error: { code: "analysis_failed", message: "the analysis produced an invalid result", request_id: requestId }
-                    })
-                )
-              )
-            ),
-            Effect.interruptible,
+          reservation.release.pipe(Effect.zipRight(store.fail(requestId, code, countsAsFailure)), Effect.ignoreLogged)
+        return yield* Effect.gen(function* () {
+          const result = yield* analyse(requestId, image, payload).pipe(
             Effect.ensuring(admission.release),
-            Effect.onInterrupt(() => giveBack("interrupted", false)),
             Effect.catchTag("AnalysisRejected", (rejected) =>
               Effect.zipRight(giveBack(rejected.error.error.code, rejected.countsAsFailure), Effect.fail(rejected.error))
-            ),
-            Effect.tapError((error) => (error._tag === "AnalysisFailed" ? giveBack("invalid_result", true) : Effect.void))
+            )
           )
-        // A payment is saved as pending before it is submitted, so a crash mid-settlement loses no paid result.
-        if (method.payer.kind === "x402") yield* Effect.orDie(store.pending(requestId, result, Option.none()))
-        const settled = yield* reservation.commit.pipe(
-          Effect.tapError((error) =>
-            error._tag === "ServiceUnavailable" && error.error.code === "payment_pending"
-              ? Effect.orDie(store.pending(requestId, result, Option.none()))
-              : giveBack(error.error.code, false)
+          if (method.payer.kind === "credit") {
+            // Consuming the credit and saving the result are one transaction: never one without the other.
+            const settled = yield* stored(
+              requestId,
+              sql.withTransaction(Effect.tap(reservation.commit, (s) => store.complete(requestId, result, s.paymentResponse)))
+            ).pipe(Effect.tapError(() => giveBack("not_saved", false)))
+            return served(result, settled)
+          }
+          // A payment is saved as pending before it is submitted, so no paid result is ever lost.
+          yield* stored(requestId, store.pending(requestId, result, Option.none())).pipe(Effect.tapError(() => reservation.release))
+          const settled = yield* reservation.commit.pipe(
+            Effect.tapError((error) =>
+              error._tag === "ServiceUnavailable" && error.error.code === "payment_pending" ? Effect.void : giveBack(error.error.code, false)
+            )
           )
-        )
-        return yield* complete(requestId, result, settled)
+          yield* stored(requestId, store.complete(requestId, result, settled.paymentResponse))
+          return served(result, settled)
+        }).pipe(Effect.tapDefect(() => giveBack("internal_error", false)))
       })
 
     const resume = (method: FundingMethod, requestId: string, result: AnalysisResult) =>
       method.resume(requestId).pipe(
         Effect.tapError((error) =>
-          error._tag === "PaymentRequired" ? Effect.orDie(store.fail(requestId, "payment_failed", false)) : Effect.void
+          error._tag === "PaymentRequired" ? Effect.ignoreLogged(store.fail(requestId, "payment_failed", false)) : Effect.void
         ),
-        Effect.flatMap((settled) => complete(requestId, result, settled))
+        Effect.tap((settled) => stored(requestId, store.complete(requestId, result, settled.paymentResponse))),
+        Effect.map((settled) => served(result, settled))
       )
 
     const analyze = ({ authorization, idempotencyKey, payload, paymentSignature }: AnalyzeCall) =>
@@ -164,7 +191,7 @@ export const AnalyzeRequestsLive = Layer.effect(
               funding: method.payer.kind,
               leaseMs
             })
-            .pipe(Effect.orDie)
+            .pipe(orStorageUnavailable)
           yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })
           switch (claim._tag) {
             case "Replay":

@@ -2,7 +2,7 @@
 import { Effect, Option, Redacted } from "effect"
 import type { FundingMethod, Reservation } from "../analysis/Funding.ts"
 import { Conflict, PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
-import { invalidKey, orStorageUnavailable } from "./failures.ts"
+import { invalidKey, orStorageUnavailable, storageUnavailable } from "./failures.ts"
 import { KeyFingerprints, payerIdOf } from "./keys.ts"
 import { Ledger } from "./Ledger.ts"
 
@@ -41,13 +41,16 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
         ledger.reserve(fingerprint, requestId).pipe(
           Effect.map((held): Reservation => ({
             commit: ledger.consume(held.reservationId).pipe(
-              Effect.tap((outcome) =>
-                outcome === "already_released"
-                  ? Effect.logWarning("commit after release: the credit stays returned", { request_id: requestId })
-                  : Effect.void
-              ),
-              Effect.as({ paymentResponse: Option.none<string>() }),
-              orStorageUnavailable
+              orStorageUnavailable,
+              Effect.flatMap((outcome) =>
+                outcome === "settled" || outcome === "already_consumed"
+                  ? Effect.succeed({ paymentResponse: Option.none<string>() })
+                  : // The credit went back (the attempt outlived its lease): nothing is served unpaid.
+                    Effect.zipRight(
+                      Effect.logWarning("commit after release: the credit stays returned", { request_id: requestId }),
+                      Effect.fail(storageUnavailable(requestId))
+                    )
+              )
             ),
             release: ledger.release(held.reservationId).pipe(
               Effect.asVoid,
@@ -92,6 +95,13 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
         Effect.catchAll((error) => Effect.logError("releasing an abandoned credit failed", { request_id: requestId, error }))
       )
 
-    return { identify, abandon }
+    /** Gives back credits left held by analyses that ended without releasing them (see Ledger.releaseOrphans). */
+    const releaseOrphans = (olderThan: Date): Effect.Effect<void> =>
+      ledger.releaseOrphans(olderThan).pipe(
+        Effect.tap((n) => (n > 0 ? Effect.logWarning("returned orphaned credit reservations", { count: n }) : Effect.void)),
+        Effect.catchAll((error) => Effect.logError("returning orphaned credit reservations failed", { error }))
+      )
+
+    return { identify, abandon, releaseOrphans }
   })
 }) {}

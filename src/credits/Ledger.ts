@@ -209,9 +209,24 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
         for (const r of held) yield* settle(r.reservation_id, "released")
       })
 
+    /**
+     * Returns credits still held for analyses that are no longer running (closed, failed or never recorded)
+     * once `olderThan` has passed: what a failed release or a lost answer to a reservation left behind.
+     */
+    const releaseOrphans = (olderThan: Date) =>
+      Effect.gen(function* () {
+        const orphans = yield* sql<{ reservation_id: string }>`
+          SELECT r.reservation_id FROM credit_reservations r
+          LEFT JOIN analysis_requests a ON a.request_id = r.request_id
+          WHERE r.state = 'held' AND r.created_at < ${olderThan} AND (a.request_id IS NULL OR a.status <> 'running')`
+        for (const r of orphans) yield* settle(r.reservation_id, "released")
+        return orphans.length
+      })
+
     return {
       account,
       openAccount,
+      releaseOrphans,
       grant,
       reverse,
       reserve,

@@ -1,7 +1,8 @@
 /** The public errors the credits feature answers with, built in one place so codes and messages stay consistent. */
-import { SqlError } from "@effect/sql"
 import { Effect } from "effect"
 import { Conflict, NotFound, ServiceUnavailable, TooManyRequests, Unauthorized } from "../domain/errors.ts"
+
+export { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
 import type { ProcessorError } from "./Processor.ts"
 
 export const invalidKey = () =>
@@ -13,9 +14,6 @@ export const paymentsUnavailable = () =>
   new ServiceUnavailable({
     error: { code: "payments_unavailable", message: "Card payments are not configured on this server." }
   })
-
-export const storageUnavailable = () =>
-  new ServiceUnavailable({ error: { code: "storage_unavailable", message: "Storage is unavailable; retry the same request." } })
 
 export const processorUnavailable = () =>
   new ServiceUnavailable({
@@ -30,14 +28,6 @@ export const orderNotFound = () =>
   new NotFound({ error: { code: "order_not_found", message: "No order with this order_id belongs to this key." } })
 
 export const feedbackLimited = (message: string) => new TooManyRequests({ error: { code: "feedback_limited", message } })
-
-/** Database failures become 503 storage_unavailable; the cause is logged, never sent. */
-export const orStorageUnavailable = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.catchIf(
-    effect,
-    (e): e is Extract<E, SqlError.SqlError> => e instanceof SqlError.SqlError,
-    (e) => Effect.logError("credits storage failure", e).pipe(Effect.zipRight(Effect.fail(storageUnavailable())))
-  )
 
 /** Processor failures other than the ones a caller handles become 503 processor_unavailable. */
 export const processorFailure = (error: ProcessorError) =>

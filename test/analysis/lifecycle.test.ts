@@ -1,7 +1,7 @@
 // The request lifecycle over time (TestClock): replay for 24 hours, 410 after, purge, and takeover after a crash.
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, TestClock } from "effect"
+import { Context, Effect, Fiber, Layer, Option, TestClock } from "effect"
 import { Funding } from "../../src/analysis/Funding.ts"
 import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { inputFingerprint } from "../../src/analysis/http.ts"
@@ -112,11 +112,35 @@ describe("request lifecycle", () => {
         yield* method.reserve(claim.requestId)
       }).pipe(Effect.provide(RequestStoreLive), Effect.provide(Layer.succeedContext(database)), Effect.provide(Layer.succeedContext(funding)))
       expect(yield* ledger.balances).toEqual({ alice: 10, bob: 9 })
-      yield* TestClock.adjust("2 minutes")
+      yield* TestClock.adjust("5 minutes")
       yield* Effect.yieldNow()
       const sql = Context.get(database, PgClient.PgClient)
       const [row] = yield* sql<{ status: string; failure_code: string }>`SELECT status, failure_code FROM analysis_requests WHERE idempotency_key = 'lifecycle-orphan-01'`
       expect(row).toEqual({ status: "failed", failure_code: "abandoned" })
       expect(yield* ledger.balances).toEqual({ alice: 10, bob: 10 })
+    }))
+
+  it.scoped("an attempt taken over meanwhile (e.g. by an instance whose clock runs ahead) is not served: 503, credit back", () =>
+    Effect.gen(function* () {
+      const { analyze, database, fake, funding, ledger } = yield* setup
+      fake.pause()
+      const slow = yield* Effect.fork(analyze("lifecycle-outlived-01"))
+      yield* fake.awaitRequests(1)
+      expect(yield* ledger.balances).toEqual({ alice: 9, bob: 10 })
+      // Another instance closes the attempt as abandoned and returns its credit while the model still thinks.
+      const sql = Context.get(database, PgClient.PgClient)
+      const [taken] = yield* sql<{ request_id: string }>`
+        UPDATE analysis_requests SET status = 'failed', failure_code = 'abandoned'
+        WHERE idempotency_key = 'lifecycle-outlived-01' RETURNING request_id`
+      yield* Context.get(funding, Funding).abandon(taken!.request_id, "credit")
+      expect(yield* ledger.balances).toEqual({ alice: 10, bob: 10 })
+      fake.resume()
+      const answer = yield* Fiber.join(slow)
+      expect(answer.status, answer.text).toBe(503)
+      expect(errorCode(answer)).toBe("storage_unavailable")
+      expect(yield* ledger.balances).toEqual({ alice: 10, bob: 10 })
+      expect(yield* ledger.reserved).toBe(0)
+      const [row] = yield* sql<{ status: string; result: unknown }>`SELECT status, result FROM analysis_requests WHERE idempotency_key = 'lifecycle-outlived-01'`
+      expect(row).toEqual({ status: "failed", result: null })
     }))
 })

@@ -215,4 +215,33 @@ describe("POST /v1/analyze", () => {
       expect(fake.requests).toHaveLength(1)
       expect(yield* ledger.balances).toEqual({ alice: 4 })
     }))
+
+  it.scopedLive("a caller who hangs up does not cancel the analysis: the retry replays it, one credit, one model call", () =>
+    Effect.gen(function* () {
+      const { fake, ledger, url } = yield* setup()
+      fake.pause()
+      fake.enqueue(Reply.answer(chickenRice))
+      const controller = new AbortController()
+      const abandoned = fetch(`${url}/v1/analyze`, {
+        method: "POST",
+        signal: controller.signal,
+        headers: { "content-type": "application/json", "idempotency-key": "hang-up-then-retry-1", authorization: KEY },
+        body: JSON.stringify(body)
+      }).catch(() => "aborted")
+      yield* fake.awaitRequests(1)
+      controller.abort()
+      expect(yield* Effect.promise(() => abandoned)).toBe("aborted")
+      fake.resume()
+      yield* fake.waitUntil(() => fake.requests.every((r) => r.settled))
+      let retry = yield* Effect.promise(() =>
+        send(`${url}/v1/analyze`, { body, headers: { "idempotency-key": "hang-up-then-retry-1", authorization: KEY } })
+      )
+      for (let i = 0; i < 50 && retry.status === 409; i++) {
+        yield* Effect.sleep("20 millis")
+        retry = yield* Effect.promise(() => send(`${url}/v1/analyze`, { body, headers: { "idempotency-key": "hang-up-then-retry-1", authorization: KEY } }))
+      }
+      expect(retry.status, retry.text).toBe(200)
+      expect(fake.requests).toHaveLength(1)
+      expect(yield* ledger.balances).toEqual({ alice: 4 })
+    }))
 })

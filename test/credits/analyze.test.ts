@@ -32,23 +32,28 @@ const setup = Effect.gen(function* () {
     dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, Limits.unlimited),
     database: Layer.succeedContext(database)
   })
-  /** The credits services of another instance on the same database, to spend credits without a model. */
-  const spend = (key: string, n: number) =>
-    Effect.gen(function* () {
-      const funding = yield* CreditFunding
-      const method = yield* funding.identify(`Bearer ${key}`)
-      yield* Effect.forEach(
-        Array.from({ length: n }, () => crypto.randomUUID()),
-        (id) => Effect.flatMap(method.reserve(id), (held) => held.commit),
-        { concurrency: 8, discard: true }
-      )
-    }).pipe(
+  /** The credits services of another instance on the same database. */
+  const onOtherInstance = <A, E>(effect: Effect.Effect<A, E, CreditFunding>) =>
+    effect.pipe(
       Effect.provide(CreditsServicesLive.pipe(Layer.provide(Layer.succeedContext(database)), Layer.provide(AppConfig.fromEnv(env)))),
       Effect.orDie
     )
+  /** Spends credits without a model: reserve and consume, as finished analyses do. */
+  const spend = (key: string, n: number, commit = true) =>
+    onOtherInstance(
+      Effect.gen(function* () {
+        const funding = yield* CreditFunding
+        const method = yield* funding.identify(`Bearer ${key}`)
+        yield* Effect.forEach(
+          Array.from({ length: n }, () => crypto.randomUUID()),
+          (id) => Effect.flatMap(method.reserve(id), (held) => (commit ? held.commit : Effect.void)),
+          { concurrency: 8, discard: true }
+        )
+      })
+    )
   const analyze = (key: string, idempotencyKey: string) =>
     rest(url, "/v1/analyze", key, body, { "idempotency-key": idempotencyKey })
-  return { url, stripe, fake, spend, analyze }
+  return { url, stripe, fake, spend, analyze, onOtherInstance }
 })
 
 describe("credits spent on analyses", () => {
@@ -91,5 +96,18 @@ describe("credits spent on analyses", () => {
       expect(fake.requests).toHaveLength(1)
       // A completed request still replays for its owner.
       expect((yield* analyze(key, "before-the-refund-01")).status).toBe(200)
+    }), 60_000)
+
+  it.scopedLive("credits held by analyses that ended without releasing them go back once their lease has passed", () =>
+    Effect.gen(function* () {
+      const { onOtherInstance, spend, url, stripe } = yield* setup
+      const key = yield* keyWith(url, stripe, 500)
+      // Reservations whose analysis never got recorded (a lost answer to the reserve call).
+      yield* spend(key, 3, false)
+      expect(yield* balanceOf(url, key)).toBe(497)
+      yield* onOtherInstance(Effect.flatMap(CreditFunding, (f) => f.releaseOrphans(new Date(Date.now() - 60_000))))
+      expect(yield* balanceOf(url, key)).toBe(497)
+      yield* onOtherInstance(Effect.flatMap(CreditFunding, (f) => f.releaseOrphans(new Date(Date.now() + 1000))))
+      expect(yield* balanceOf(url, key)).toBe(500)
     }), 60_000)
 })
