@@ -1,16 +1,24 @@
-/** The `morsel` command line: serve, migrate, and key generation. */
-import { randomBytes } from "node:crypto"
-import { Command, Options } from "@effect/cli"
+/** The `morsel` command line: serve, migrate, keys, and thin clients of a running server (analyze, credits, admin). */
+import { randomBytes, randomUUID } from "node:crypto"
+import { readFile } from "node:fs/promises"
+import { Args, Command, Options } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer } from "effect"
+import { Console, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { FingerprintArg } from "./admin/AdminRpc.ts"
+import { describeAdminError, makeAdminClient } from "./admin/client.ts"
 import { AppConfig } from "./config.ts"
 import * as Database from "./db/Database.ts"
 import { SERVICE_VERSION } from "./http/health.ts"
 import { LoggingLive } from "./logging.ts"
 import { fooddbCommand } from "./foods/cli.ts"
-import { ServerLive } from "./server.ts"
 
-const serve = Command.make("serve", {}, () => Layer.launch(ServerLive)).pipe(
+// Loaded on demand: the client commands start quickly without the whole service.
+const serve = Command.make("serve", {}, () =>
+  Effect.flatMap(
+    Effect.promise(() => import("./server.ts")),
+    ({ ServerLive }) => Layer.launch(ServerLive)
+  )
+).pipe(
   Command.withDescription("Serve the REST API, the docs and the tool interface (migrations applied first)")
 )
 
@@ -30,7 +38,279 @@ const key = Command.make("key").pipe(Command.withSubcommands([keyNew]), Command.
 
 const fooddb = fooddbCommand.pipe(Command.provide(Database.layer.pipe(Layer.provide(AppConfig.layer))))
 
-export const morsel = Command.make("morsel").pipe(Command.withSubcommands([serve, migrate, key, fooddb]))
+/** A client command that could not do its job: printed on stderr, exit code 1. */
+class CliFailure extends Data.TaggedError("CliFailure")<{ readonly message: string }> {}
+
+const DEFAULT_BASE_URL = "http://127.0.0.1:8787"
+
+const baseUrlOption = Options.text("base-url").pipe(
+  Options.optional,
+  Options.withDescription(`the morsel server (default: MORSEL_BASE_URL, else ${DEFAULT_BASE_URL})`)
+)
+const baseUrlOf = (given: Option.Option<string>) =>
+  Option.getOrElse(given, () => process.env["MORSEL_BASE_URL"] || DEFAULT_BASE_URL).replace(/\/+$/, "")
+
+const keyOption = Options.redacted("key").pipe(
+  Options.optional,
+  Options.withDescription("your credit API key (default: MORSEL_API_KEY; the environment keeps it out of shell history)")
+)
+const keyOf = (given: Option.Option<Redacted.Redacted>) =>
+  Option.orElse(given, () => Option.map(Option.fromNullable(process.env["MORSEL_API_KEY"] || undefined), Redacted.make))
+const requireKey = (given: Option.Option<Redacted.Redacted>) =>
+  Option.match(keyOf(given), {
+    onNone: () => Effect.fail(new CliFailure({ message: "give --key or set MORSEL_API_KEY" })),
+    onSome: Effect.succeed
+  })
+
+/** Prints a failed client command on stderr and sets exit code 1, without a stack trace. */
+const reportFailure = <A, R>(effect: Effect.Effect<A, CliFailure, R>) =>
+  effect.pipe(
+    Effect.catchTag("CliFailure", (failure) =>
+      Console.error(failure.message).pipe(Effect.zipRight(
+          Effect.sync(() => {
+            process.exitCode = 1
+          })
+        ))
+    )
+  )
+
+interface Reply {
+  readonly response: Response
+  readonly body: unknown
+}
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+/** One HTTP exchange with the server; non-2xx answers fail with the server's `error.code` and message. */
+const request = (
+  url: string,
+  init: { readonly method: "GET" | "POST"; readonly headers?: Record<string, string>; readonly body?: unknown },
+  fetcher: typeof fetch = fetch
+) =>
+  Effect.gen(function* () {
+    const reply = yield* Effect.tryPromise({
+      try: async (): Promise<Reply> => {
+        const response = await fetcher(url, {
+          method: init.method,
+          headers: { ...(init.body === undefined ? {} : { "content-type": "application/json" }), ...init.headers },
+          ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
+        })
+        return { response, body: parseJson(await response.text()) }
+      },
+      catch: (cause) => new CliFailure({ message: `request to ${url} failed: ${cause instanceof Error ? cause.message : String(cause)}` })
+    })
+    if (reply.response.ok) return reply
+    return yield* new CliFailure({ message: describeHttpError(reply) })
+  })
+
+const describeHttpError = ({ body, response }: Reply) => {
+  const error = typeof body === "object" && body !== null && "error" in body ? body.error : undefined
+  const detail =
+    typeof error === "object" && error !== null && "code" in error && "message" in error ? `${String(error.code)}: ${String(error.message)}` : String(body)
+  const retry = response.headers.get("retry-after")
+  return `HTTP ${response.status} ${detail}${retry ? ` (retry after ${retry} s)` : ""}`
+}
+
+const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
+
+const bearer = (key: Redacted.Redacted) => ({ authorization: `Bearer ${Redacted.value(key)}` })
+
+/** JPEG or PNG from the magic bytes; the server checks them again. */
+const mimeOf = (bytes: Buffer): Option.Option<"image/jpeg" | "image/png"> =>
+  bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff
+    ? Option.some("image/jpeg")
+    : bytes.subarray(0, 4).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47]))
+      ? Option.some("image/png")
+      : Option.none()
+
+/** A fetch that pays x402 challenges from the wallet; loaded only when a wallet is used. */
+const payingFetch = (walletKey: Redacted.Redacted, sentSignatures: Array<string>) =>
+  Effect.tryPromise({
+    try: async () => {
+      const { wrapFetchWithPayment, x402Client } = await import("@x402/fetch")
+      const { ExactEvmScheme } = await import("@x402/evm/exact/client")
+      const { privateKeyToAccount } = await import("viem/accounts")
+      const account = privateKeyToAccount(Redacted.value(walletKey) as `0x${string}`)
+      // Remember the signed payment, so a payment_pending answer can be retried with the very same one.
+      const recording: typeof fetch = (input, init) => {
+        const signature = new Headers(input instanceof Request ? input.headers : init?.headers).get("payment-signature")
+        if (signature !== null) sentSignatures.push(signature)
+        return fetch(input, init)
+      }
+      return wrapFetchWithPayment(recording, new x402Client().register("eip155:*", new ExactEvmScheme(account)))
+    },
+    catch: (cause) => new CliFailure({ message: `cannot pay with x402 here: ${cause instanceof Error ? cause.message : String(cause)}` })
+  })
+
+const decodeReceipt = (header: string | null): unknown =>
+  header === null ? undefined : parseJson(Buffer.from(header, "base64").toString("utf8"))
+
+const analyze = Command.make(
+  "analyze",
+  {
+    photo: Args.file({ name: "photo", exists: "yes" }).pipe(Args.withDescription("a JPEG or PNG food photo (at most 2 MB)")),
+    language: Options.choice("language", ["en", "lt"]).pipe(Options.withDefault("en" as const)),
+    grams: Options.float("grams").pipe(Options.optional, Options.withDescription("the meal's known total weight in grams")),
+    baseUrl: baseUrlOption,
+    key: keyOption,
+    walletKey: Options.redacted("wallet-key").pipe(
+      Options.optional,
+      Options.withDescription("0x private key of a Base wallet paying 0.01 USDC per call over x402 (default: MORSEL_WALLET_KEY)")
+    ),
+    idempotencyKey: Options.text("idempotency-key").pipe(
+      Options.optional,
+      Options.withDescription("reuse to replay a saved result or retry a failed or pending analysis (default: a new one per run)")
+    ),
+    paymentSignature: Options.text("payment-signature").pipe(
+      Options.optional,
+      Options.withDescription("retry a payment_pending analysis with the PAYMENT-SIGNATURE it was sent with (printed then)")
+    )
+  },
+  (options) =>
+    Effect.gen(function* () {
+      const url = `${baseUrlOf(options.baseUrl)}/v1/analyze`
+      const bytes = yield* Effect.promise(() => readFile(options.photo))
+      const mime = yield* Option.match(mimeOf(bytes), {
+        onNone: () => Effect.fail(new CliFailure({ message: `${options.photo} is neither a JPEG nor a PNG` })),
+        onSome: Effect.succeed
+      })
+      const idempotencyKey = Option.getOrElse(options.idempotencyKey, () => `cli-${randomUUID()}`)
+      const body = {
+        image_base64: bytes.toString("base64"),
+        mime_type: mime,
+        language: options.language,
+        ...Option.match(options.grams, { onNone: () => ({}), onSome: (grams) => ({ known_total_grams: grams }) })
+      }
+      const key = keyOf(options.key)
+      const walletKey = Option.orElse(options.walletKey, () =>
+        Option.map(Option.fromNullable(process.env["MORSEL_WALLET_KEY"] || undefined), Redacted.make)
+      )
+      const headers: Record<string, string> = { "idempotency-key": idempotencyKey }
+      const sentSignatures: Array<string> = []
+      let fetcher: typeof fetch = fetch
+      if (Option.isSome(options.paymentSignature)) {
+        headers["payment-signature"] = options.paymentSignature.value
+      } else if (Option.isSome(key) && Option.isSome(walletKey)) {
+        return yield* new CliFailure({ message: "give either --key or --wallet-key, not both" })
+      } else if (Option.isSome(key)) {
+        Object.assign(headers, bearer(key.value))
+      } else if (Option.isSome(walletKey)) {
+        if (!/^0x[0-9a-fA-F]{64}$/.test(Redacted.value(walletKey.value))) {
+          return yield* new CliFailure({ message: "--wallet-key must be a 0x-prefixed 32-byte hex private key" })
+        }
+        fetcher = yield* payingFetch(walletKey.value, sentSignatures)
+      } else {
+        return yield* new CliFailure({ message: "give --key (card credits) or --wallet-key (x402), or set MORSEL_API_KEY" })
+      }
+      const reply = yield* request(url, { method: "POST", headers, body }, fetcher).pipe(
+        Effect.tapError(() => {
+          const signature = sentSignatures.at(-1) ?? Option.getOrUndefined(options.paymentSignature)
+          return signature === undefined
+            ? Console.error(`idempotency key: ${idempotencyKey}`)
+            : Console.error(
+                `to retry without paying twice: morsel analyze ${options.photo} --idempotency-key ${idempotencyKey} --payment-signature ${signature}`
+              )
+        })
+      )
+      const receipt = decodeReceipt(reply.response.headers.get("payment-response"))
+      if (receipt !== undefined) yield* Console.error(`x402 receipt: ${JSON.stringify(receipt)}`)
+      yield* printJson(reply.body)
+    }).pipe(reportFailure)
+).pipe(Command.withDescription("Analyze a food photo on a running server, paid with card credits (--key) or per call over x402 (--wallet-key)"))
+
+const buy = Command.make(
+  "buy",
+  { baseUrl: baseUrlOption, key: keyOption, orderId: Options.text("order-id").pipe(Options.optional) },
+  (options) =>
+    Effect.gen(function* () {
+      const key = yield* requireKey(options.key)
+      const orderId = Option.getOrElse(options.orderId, () => randomUUID())
+      const reply = yield* request(`${baseUrlOf(options.baseUrl)}/v1/credits/checkout`, {
+        method: "POST",
+        headers: bearer(key),
+        body: { order_id: orderId }
+      })
+      yield* printJson(reply.body)
+      yield* Console.error(`pay at the checkout_url; keep the order_id (${orderId}) and ask: morsel credits status --order-id ${orderId}`)
+    }).pipe(reportFailure)
+).pipe(Command.withDescription("Start (or, with --order-id, recover) a checkout of 500 credits for USD 5.00; prints checkout_url and order_id"))
+
+const balance = Command.make("balance", { baseUrl: baseUrlOption, key: keyOption }, (options) =>
+  Effect.gen(function* () {
+    const key = yield* requireKey(options.key)
+    yield* printJson((yield* request(`${baseUrlOf(options.baseUrl)}/v1/credits/balance`, { method: "GET", headers: bearer(key) })).body)
+  }).pipe(reportFailure)
+).pipe(Command.withDescription("Credits remaining on the key and whether it is paused"))
+
+const status = Command.make("status", { baseUrl: baseUrlOption, key: keyOption, orderId: Options.text("order-id") }, (options) =>
+  Effect.gen(function* () {
+    const key = yield* requireKey(options.key)
+    const reply = yield* request(`${baseUrlOf(options.baseUrl)}/v1/credits/checkout-status`, {
+      method: "POST",
+      headers: bearer(key),
+      body: { order_id: options.orderId }
+    })
+    yield* printJson(reply.body)
+  }).pipe(reportFailure)
+).pipe(Command.withDescription("State of an order (open, paid, expired, unresolved, not_issued, reversed); never creates a checkout"))
+
+const credits = Command.make("credits").pipe(Command.withSubcommands([buy, balance, status]), Command.withDescription("Prepaid card credits"))
+
+const tokenOption = Options.redacted("token").pipe(Options.optional, Options.withDescription("the server's ADMIN_TOKEN (default: ADMIN_TOKEN)"))
+
+/** One admin RPC call against `--base-url`, printed as JSON. */
+const adminCall =
+  <A>(call: (client: Effect.Effect.Success<ReturnType<typeof makeAdminClient>>) => Effect.Effect<A, Parameters<typeof describeAdminError>[0]>) =>
+  (options: { readonly baseUrl: Option.Option<string>; readonly token: Option.Option<Redacted.Redacted> }) =>
+    Effect.gen(function* () {
+      const token = yield* Option.match(
+        Option.orElse(options.token, () => Option.map(Option.fromNullable(process.env["ADMIN_TOKEN"] || undefined), Redacted.make)),
+        { onNone: () => Effect.fail(new CliFailure({ message: "give --token or set ADMIN_TOKEN" })), onSome: Effect.succeed }
+      )
+      const client = yield* makeAdminClient(baseUrlOf(options.baseUrl), token)
+      const answer = yield* call(client).pipe(
+        Effect.catchAll((error) => Effect.flatMap(describeAdminError(error), (message) => Effect.fail(new CliFailure({ message }))))
+      )
+      yield* printJson(answer)
+    }).pipe(Effect.scoped, reportFailure)
+
+const adminOptions = { baseUrl: baseUrlOption, token: tokenOption }
+
+const admin = Command.make("admin").pipe(
+  Command.withSubcommands([
+    Command.make("paused", adminOptions, adminCall((c) => c.ListPausedKeys())).pipe(
+      Command.withDescription("Keys paused by a refund or dispute: fingerprint prefix, balance, reason")
+    ),
+    Command.make(
+      "unblock",
+      { ...adminOptions, fingerprint: Args.text({ name: "fingerprint" }).pipe(Args.withSchema(FingerprintArg), Args.withDescription("a fingerprint or its prefix (8+ hex)")) },
+      (options) => adminCall((c) => c.UnblockKey({ fingerprint: options.fingerprint }))(options)
+    ).pipe(Command.withDescription("Lift a key's pause; its balance stays as it is")),
+    Command.make("pending", adminOptions, adminCall((c) => c.ListPendingSettlements())).pipe(
+      Command.withDescription("Analyses whose x402 payment awaits settlement")
+    ),
+    Command.make("reconcile", adminOptions, adminCall((c) => c.ReconcileNow())).pipe(
+      Command.withDescription("Run one reconciliation pass over submitted x402 payments now")
+    ),
+    Command.make(
+      "request",
+      { ...adminOptions, requestId: Args.text({ name: "request_id" }).pipe(Args.withSchema(Schema.UUID)) },
+      (options) => adminCall((c) => c.LookupRequest({ request_id: options.requestId }))(options)
+    ).pipe(Command.withDescription("One analysis request: status, payer, times, failure code, whether a result is stored")),
+    Command.make("counters", adminOptions, adminCall((c) => c.Counters())).pipe(
+      Command.withDescription("Requests by status in the last 24 h, credits granted and consumed, x402 settlements")
+    )
+  ]),
+  Command.withDescription("The admin interface of a running server (POST /admin/rpc, bearer ADMIN_TOKEN)")
+)
+
+export const morsel = Command.make("morsel").pipe(Command.withSubcommands([serve, migrate, key, fooddb, analyze, credits, admin]))
 
 const run = Command.run(morsel, { name: "morsel", version: SERVICE_VERSION })
 

@@ -4,7 +4,7 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
 import { InvalidRequest } from "../domain/errors.ts"
 import { CreditKey, CreditKeyAuth, MorselApi } from "../http/Api.ts"
-import { setResponseHeader, withRetryAfter } from "../http/headers.ts"
+import { withRetryAfter } from "../http/headers.ts"
 import { withCreditCapacity } from "../limits/http.ts"
 import { Checkout } from "./Checkout.ts"
 import { feedbackLimited, invalidKey, orStorageUnavailable, paymentsUnavailable } from "./failures.ts"
@@ -50,10 +50,13 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
       test_mode: config.testMode
     })
 
+    // CONTRACT: without STRIPE_SECRET_KEY every card-credit endpoint answers 503 payments_unavailable.
     const requirePayments = Option.isSome(config.stripe) ? Effect.void : Effect.fail(paymentsUnavailable())
 
     return handlers
-      .handle("balance", () => knownAccount.pipe(Effect.map(balanceOf), withCreditCapacity, withRetryAfter))
+      .handle("balance", () =>
+        Effect.zipRight(requirePayments, knownAccount).pipe(Effect.map(balanceOf), withCreditCapacity, withRetryAfter)
+      )
       .handle("checkout", ({ payload }) =>
         Effect.gen(function* () {
           yield* requirePayments
@@ -103,20 +106,18 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
       )
       .handle("feedback", ({ payload }) =>
         Effect.gen(function* () {
+          yield* requirePayments
           const account = yield* knownAccount
           const receipt = yield* feedback
             .submit(account.fingerprint, { requestId: payload.request_id, category: payload.category, note: payload.note })
             .pipe(
+              // SPEC §8: Retry-After is 60 s for every limit but failure_limit and spend_limited.
               Effect.catchTag("FeedbackLimited", (limited) =>
-                setResponseHeader("retry-after", String(limited.retryAfterSeconds)).pipe(
-                  Effect.zipRight(
-                    Effect.fail(
-                      feedbackLimited(
-                        limited.scope === "key"
-                          ? "This key reached its feedback limit for the past 24 hours; respect Retry-After."
-                          : "The service reached its feedback limit for the past 24 hours; respect Retry-After."
-                      )
-                    )
+                Effect.fail(
+                  feedbackLimited(
+                    limited.scope === "key"
+                      ? "This key reached its feedback limit for the past 24 hours; respect Retry-After."
+                      : "The service reached its feedback limit for the past 24 hours; respect Retry-After."
                   )
                 )
               ),

@@ -36,8 +36,7 @@ export const KnownTotalGrams = Schema.Number.pipe(
     identifier: "KnownTotalGrams",
     title: "known_total_grams",
     description:
-      "Measured weight in grams of all edible food in the image (1 to 5000, at most two decimals). Omit when unknown or when only part of the meal was weighed.",
-    jsonSchema: { multipleOf: 0.01 }
+      "Measured weight in grams of all edible food in the image (1 to 5000, at most two decimals). Omit when unknown or when only part of the meal was weighed."
   })
 )
 

@@ -3,7 +3,6 @@ import { createHash } from "node:crypto"
 import { Effect, Redacted } from "effect"
 import type { TooManyRequests } from "../domain/errors.ts"
 import { CreditKey } from "../http/Api.ts"
-import { setResponseHeader } from "../http/headers.ts"
 import { CreditCapacity } from "./Capacity.ts"
 
 /** The counters' subject for a key: a SHA-256 digest, so no key reaches the database. */
@@ -12,8 +11,7 @@ export const capacitySubject = (key: Redacted.Redacted<string>): string =>
 
 /**
  * Runs `handler` only if the key and the service have capacity left this minute; otherwise 429
- * `capacity_limited` with Retry-After = seconds until the minute ends. For balance, checkout and confirm
- * (SPEC §7 lists the capacity 429 for those three).
+ * `capacity_limited`. For balance, checkout and confirm (SPEC §7 lists the capacity 429 for those three).
  */
 export const withCreditCapacity = <A, E, R>(
   handler: Effect.Effect<A, E, R>
@@ -21,12 +19,7 @@ export const withCreditCapacity = <A, E, R>(
   Effect.gen(function* () {
     const capacity = yield* CreditCapacity
     const key = yield* CreditKey
-    yield* capacity
-      .admit(capacitySubject(key))
-      .pipe(
-        Effect.catchAll(({ error, retryAfterSeconds }) =>
-          Effect.zipRight(setResponseHeader("retry-after", String(retryAfterSeconds)), Effect.fail(error))
-        )
-      )
+    // SPEC §8: Retry-After is 60 s (set with the 429) for every limit but failure_limit and spend_limited.
+    yield* capacity.admit(capacitySubject(key)).pipe(Effect.catchAll(({ error }) => Effect.fail(error)))
     return yield* handler
   })

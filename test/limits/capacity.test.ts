@@ -10,6 +10,7 @@ import { newCreditKey } from "../../src/credits/keys.ts"
 import { TooManyRequests } from "../../src/domain/errors.ts"
 import { CreditKeyAuth } from "../../src/http/Api.ts"
 import { CreditCapacity } from "../../src/limits/Capacity.ts"
+import { withRetryAfter } from "../../src/http/headers.ts"
 import { withCreditCapacity } from "../../src/limits/http.ts"
 import { TestDatabase } from "../support/database.ts"
 import { errorCode, send } from "../support/http.ts"
@@ -57,7 +58,7 @@ class ProbeGroup extends HttpApiGroup.make("probe")
   .middleware(CreditKeyAuth) {}
 const ProbeApi = HttpApi.make("probe").add(ProbeGroup)
 const ProbeLive = HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
-  handlers.handle("balance", () => withCreditCapacity(Effect.succeed({ ok: true })))
+  handlers.handle("balance", () => withCreditCapacity(Effect.succeed({ ok: true })).pipe(withRetryAfter))
 )
 
 const probeServer = Effect.gen(function* () {
@@ -85,7 +86,7 @@ describe("withCreditCapacity over HTTP", () => {
       const refused = yield* get(key)
       expect(refused.status).toBe(429)
       expect(errorCode(refused)).toBe("capacity_limited")
-      expect(refused.headers.get("retry-after")).toBe("40")
+      expect(refused.headers.get("retry-after")).toBe("60")
       expect((yield* get(newCreditKey(false))).status).toBe(200)
       // A malformed key is refused by the Bearer middleware before it is counted.
       expect((yield* get("not-a-key")).status).toBe(401)

@@ -1,0 +1,200 @@
+/** What each admin procedure does, in SQL over the shared tables; never reads or returns a key, signature or result text. */
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Clock, DateTime, Effect } from "effect"
+import { PACK_CREDITS } from "../credits/Ledger.ts"
+import { X402Reconciler } from "../x402/Reconciler.ts"
+import { AdminFailure, AdminRpcs, type Counters, FINGERPRINT_PREFIX_LENGTH, type PausedKey, type PendingSettlement, type RequestSummary } from "./AdminRpc.ts"
+
+const DAY_MS = 24 * 60 * 60 * 1000
+
+const prefixOf = (fingerprint: string) => fingerprint.slice(0, FINGERPRINT_PREFIX_LENGTH)
+const utc = (date: Date) => DateTime.unsafeFromDate(date)
+const count = (value: string | number | bigint | null | undefined) => Number(value ?? 0)
+
+/** A database fault reaches the operator as a code, not as a defect with internals. */
+const storage = <A, R>(effect: Effect.Effect<A, SqlError.SqlError | AdminFailure, R>) =>
+  effect.pipe(
+    Effect.catchTag("SqlError", (error) =>
+      Effect.logError("admin call failed on the database", error).pipe(
+        Effect.zipRight(new AdminFailure({ code: "storage_unavailable", message: "the database did not answer; retry" }))
+      )
+    )
+  )
+
+/** `key:<fingerprint prefix>` for a credit key; a wallet address is public and shown whole. */
+const payerLabel = (payer: string) => (payer.startsWith("key:") ? `key:${prefixOf(payer.slice(4))}` : payer)
+
+export const AdminHandlersLive = AdminRpcs.toLayer(
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const reconciler = yield* X402Reconciler
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+    const listPausedKeys = Effect.gen(function* () {
+      const rows = yield* sql<{
+        fingerprint: string
+        available: number
+        reserved: number
+        blocked_reason: string | null
+        updated_at: Date
+        reversed: string | null
+      }>`
+        SELECT a.fingerprint, a.available, a.reserved, a.blocked_reason, a.updated_at,
+          (SELECT string_agg(o.order_id::text, ',' ORDER BY o.updated_at) FROM credit_orders o
+           WHERE o.fingerprint = a.fingerprint AND o.state = 'reversed') AS reversed
+        FROM credit_accounts a WHERE a.blocked ORDER BY a.updated_at DESC`
+      return rows.map(
+        (r): PausedKey => ({
+          fingerprint_prefix: prefixOf(r.fingerprint),
+          available: r.available,
+          reserved: r.reserved,
+          reason: r.blocked_reason,
+          paused_at: utc(r.updated_at),
+          reversed_order_ids: r.reversed === null ? [] : r.reversed.split(",")
+        })
+      )
+    })
+
+    /** Lifts the pause only; the balance stays as the ledger has it (possibly below zero). */
+    const unblockKey = (fingerprint: string) =>
+      Effect.gen(function* () {
+        const matches = yield* sql<{ fingerprint: string }>`
+          SELECT fingerprint FROM credit_accounts WHERE starts_with(fingerprint, ${fingerprint}) LIMIT 2`
+        const match = matches[0]
+        if (match === undefined) return yield* new AdminFailure({ code: "not_found", message: "no key has this fingerprint" })
+        if (matches.length > 1) {
+          return yield* new AdminFailure({ code: "ambiguous_fingerprint", message: "more than one key starts with this prefix; give more characters" })
+        }
+        const at = yield* now
+        const updated = yield* sql<{ available: number }>`
+          UPDATE credit_accounts SET blocked = false, blocked_reason = NULL, updated_at = ${at}
+          WHERE fingerprint = ${match.fingerprint} AND blocked
+          RETURNING available`
+        const row = updated[0]
+        if (row !== undefined) {
+          yield* Effect.logInfo("credit key unblocked by an operator", { fingerprint_prefix: prefixOf(match.fingerprint) })
+          return { fingerprint_prefix: prefixOf(match.fingerprint), available: row.available, was_blocked: true }
+        }
+        const current = yield* sql<{ available: number }>`SELECT available FROM credit_accounts WHERE fingerprint = ${match.fingerprint}`
+        return { fingerprint_prefix: prefixOf(match.fingerprint), available: current[0]?.available ?? 0, was_blocked: false }
+      })
+
+    const listPendingSettlements = Effect.gen(function* () {
+      const rows = yield* sql<{
+        request_id: string
+        payer: string
+        amount: string
+        asset: string
+        network: string
+        state: string
+        tx_hash: string | null
+        attempts: number
+        valid_before: string | number
+        created_at: Date
+        updated_at: Date
+      }>`
+        SELECT r.request_id, p.payer, p.amount, p.asset, p.network, p.state, p.tx_hash, p.attempts, p.valid_before,
+          r.created_at, p.updated_at
+        FROM analysis_requests r JOIN x402_payments p USING (request_id)
+        WHERE r.status = 'payment_pending' ORDER BY r.created_at`
+      return rows.map(
+        (r): PendingSettlement => ({
+          request_id: r.request_id,
+          payer: r.payer,
+          amount: r.amount,
+          asset: r.asset,
+          network: r.network,
+          payment_state: r.state,
+          tx_hash: r.tx_hash,
+          attempts: r.attempts,
+          valid_until: utc(new Date(Number(r.valid_before) * 1000)),
+          created_at: utc(r.created_at),
+          updated_at: utc(r.updated_at)
+        })
+      )
+    })
+
+    const reconcileNow = Effect.map(reconciler.runOnce, (pass) => ({
+      examined: pass.examined,
+      settled: pass.settled.map((s) => s.requestId),
+      failed: pass.failed.map((f) => ({ request_id: f.requestId, reason: f.reason })),
+      still_pending: pass.pending
+    }))
+
+    const lookupRequest = (requestId: string) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<{
+          request_id: string
+          status: RequestSummary["status"]
+          funding: RequestSummary["payer_kind"]
+          payer: string
+          created_at: Date
+          completed_at: Date | null
+          failure_code: string | null
+          result_stored: boolean
+          payment_state: string | null
+          tx_hash: string | null
+        }>`
+          SELECT r.request_id, r.status, r.funding, r.payer, r.created_at, r.completed_at, r.failure_code,
+            (r.result IS NOT NULL) AS result_stored, p.state AS payment_state, p.tx_hash
+          FROM analysis_requests r LEFT JOIN x402_payments p USING (request_id)
+          WHERE r.request_id = ${requestId}`
+        const r = rows[0]
+        if (r === undefined) return yield* new AdminFailure({ code: "not_found", message: "no analysis request has this request_id" })
+        return {
+          request_id: r.request_id,
+          status: r.status,
+          payer_kind: r.funding,
+          payer: payerLabel(r.payer),
+          created_at: utc(r.created_at),
+          completed_at: r.completed_at === null ? null : utc(r.completed_at),
+          failure_code: r.failure_code,
+          result_stored: r.result_stored,
+          payment: r.payment_state === null ? null : { state: r.payment_state, tx_hash: r.tx_hash }
+        } satisfies RequestSummary
+      })
+
+    const counters = Effect.gen(function* () {
+      const at = yield* now
+      const since = new Date(at.getTime() - DAY_MS)
+      const byStatus = yield* sql<{ status: string; n: string }>`
+        SELECT status, count(*) AS n FROM analysis_requests WHERE created_at > ${since} GROUP BY status`
+      const credits = yield* sql<{ granted_day: string; consumed_day: string; granted_all: string; consumed_all: string }>`
+        SELECT
+          count(*) FILTER (WHERE kind = 'grant' AND created_at > ${since}) AS granted_day,
+          count(*) FILTER (WHERE kind = 'consume' AND created_at > ${since}) AS consumed_day,
+          count(*) FILTER (WHERE kind = 'grant') AS granted_all,
+          count(*) FILTER (WHERE kind = 'consume') AS consumed_all
+        FROM credit_entries WHERE kind IN ('grant', 'consume')`
+      const settled = yield* sql<{ day: string; total: string }>`
+        SELECT count(*) FILTER (WHERE updated_at > ${since}) AS day, count(*) AS total
+        FROM x402_payments WHERE state = 'settled'`
+      const statusCount = (status: string) => count(byStatus.find((row) => row.status === status)?.n)
+      return {
+        since: utc(since),
+        requests_last_24h: {
+          running: statusCount("running"),
+          paid: statusCount("paid"),
+          failed: statusCount("failed"),
+          payment_pending: statusCount("payment_pending")
+        },
+        credits: {
+          granted_last_24h: count(credits[0]?.granted_day) * PACK_CREDITS,
+          consumed_last_24h: count(credits[0]?.consumed_day),
+          granted_total: count(credits[0]?.granted_all) * PACK_CREDITS,
+          consumed_total: count(credits[0]?.consumed_all)
+        },
+        x402: { settled_last_24h: count(settled[0]?.day), settled_total: count(settled[0]?.total) }
+      } satisfies Counters
+    })
+
+    return {
+      ListPausedKeys: () => storage(listPausedKeys),
+      UnblockKey: ({ fingerprint }) => storage(unblockKey(fingerprint)),
+      ListPendingSettlements: () => storage(listPendingSettlements),
+      ReconcileNow: () => reconcileNow,
+      LookupRequest: ({ request_id }) => storage(lookupRequest(request_id)),
+      Counters: () => storage(counters)
+    }
+  })
+)

@@ -1,0 +1,90 @@
+// The client commands of `morsel` (key new, analyze, credits, admin) run as processes against a running test server
+// with the fake Stripe and the fake model; they print what the server answered, and fail with exit code 1 when it refused.
+import { execFile } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
+import { newCreditKey } from "../../src/credits/keys.ts"
+import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
+import { Limits } from "../../src/limits/Limits.ts"
+import { FundingLive } from "../../src/server.ts"
+import { fakeStripe, keyWith } from "../mcp/support.ts"
+import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
+import { makeImage } from "../support/images.ts"
+import { chickenRice } from "../support/meals.ts"
+import { startServer } from "../support/server.ts"
+
+const root = join(import.meta.dirname, "../..")
+const TOKEN = "cli-admin-token-0123456789abcdef"
+
+interface Run {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** `morsel …args` from the sources, with only PATH and the given variables in its environment. */
+const morsel = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  Effect.async<Run>((resume) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", join(root, "src/cli.ts"), ...args],
+      { cwd: root, env: { PATH: process.env["PATH"] ?? "", ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => resume(Effect.succeed({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }))
+    )
+  })
+
+const json = (run: Run): unknown => JSON.parse(run.stdout)
+
+describe("morsel client commands", () => {
+  it.scopedLive("key new, credits balance and buy, analyze --key and admin print what the server answered", () =>
+    Effect.gen(function* () {
+      const stripe = yield* fakeStripe
+      const fake = yield* startFakeOpenAI()
+      fake.setFallback(Reply.answer(chickenRice))
+      const { url } = yield* startServer({
+        env: { ...stripe.env, OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url, ADMIN_TOKEN: TOKEN },
+        dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, Limits.unlimited)
+      })
+      const folder = yield* Effect.acquireRelease(
+        Effect.sync(() => mkdtempSync(join(tmpdir(), "morsel-cli-"))),
+        (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+      )
+      const photo = join(folder, "lunch.jpg")
+      writeFileSync(photo, Buffer.from((yield* Effect.promise(() => makeImage(320, 240, "jpeg"))).base64, "base64"))
+      const key = yield* keyWith(url, stripe, 500)
+      const base = ["--base-url", url]
+
+      // Each process loads the CLI afresh (~2-3 s of CPU): two at a time, the fewest that show each command's behaviour.
+      const [fresh, balance, analyzed, bought, wrongToken] = yield* Effect.all(
+        [
+          morsel(["key", "new", "--test"]),
+          morsel(["credits", "balance", ...base, "--key", key]),
+          morsel(["analyze", photo, "--grams", "420", "--language", "lt", ...base], { MORSEL_API_KEY: key }),
+          morsel(["credits", "buy", ...base, "--key", newCreditKey(false)]),
+          morsel(["admin", "counters", ...base, "--token", "not-the-token"])
+        ],
+        { concurrency: 2 }
+      )
+
+      expect(fresh.stdout.trim()).toMatch(/^morsel_test_[0-9a-f]{64}$/)
+      expect(json(balance)).toEqual({ credits_remaining: 500, blocked: false, test_mode: true })
+
+      expect(analyzed.code, analyzed.stderr).toBe(0)
+      const result = json(analyzed) as { request_id: string; estimate: boolean; estimated_total_grams: number }
+      expect(result).toMatchObject({ estimate: true, estimated_total_grams: 420 })
+      expect(fake.requests).toHaveLength(1)
+
+      // A live-mode key on a test-mode server: the server's refusal is printed and the exit code is 1.
+      expect(bought.code).toBe(1)
+      expect(bought.stderr).toContain("HTTP 401 invalid_key")
+      expect(wrongToken.code).toBe(1)
+      expect(wrongToken.stderr).toContain("HTTP 401: invalid_admin_token")
+
+      const request = yield* morsel(["admin", "request", result.request_id, ...base], { ADMIN_TOKEN: TOKEN })
+      expect(json(request)).toMatchObject({ request_id: result.request_id, status: "paid", payer_kind: "credit", result_stored: true })
+    }), 120_000)
+})
