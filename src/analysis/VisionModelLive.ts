@@ -182,9 +182,12 @@ export const readCompletion = (completion: ChatCompletion): Effect.Effect<ModelA
   const content = message?.content
   if (typeof content !== "string" || content.trim().length === 0) return Effect.fail(invalidAnswer("the model answer was empty"))
   return decodeAnswer(unfence(content)).pipe(
-    Effect.mapError((error) =>
-      invalidAnswer(`the model answer broke the answer rules: ${clip(ParseResult.TreeFormatter.formatErrorSync(error))}`)
-    )
+    Effect.mapError((error) => {
+      // The first broken rule, by its place in the answer; the schema itself stays internal.
+      const first = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+      const where = first && first.path.length > 0 ? ` at ${first.path.join(".")}` : ""
+      return invalidAnswer(`the model answer broke the answer rules${where}: ${clip(first?.message ?? "not valid JSON")}`)
+    })
   )
 }
 
