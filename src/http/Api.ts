@@ -137,6 +137,40 @@ export class CreditsGroup extends HttpApiGroup.make("credits")
   )
   .middleware(CreditKeyAuth) {}
 
+const header = (description: string, example: string) => ({ description, schema: { type: "string" }, example })
+
+interface Operation {
+  security?: ReadonlyArray<Record<string, ReadonlyArray<string>>>
+  parameters?: ReadonlyArray<{ readonly name: string }>
+  responses?: Record<string, { headers?: Record<string, unknown> }>
+}
+
+/**
+ * What the schemas cannot say: the analyze endpoint takes either no credential or a Bearer key, and answers
+ * carry payment and retry headers.
+ */
+const documentHeaders = (spec: Record<string, unknown>) => {
+  const paths = (spec["paths"] ?? {}) as Record<string, Record<string, Operation>>
+  const analyze = paths["/v1/analyze"]?.["post"]
+  if (analyze) {
+    analyze.security = [{}, { bearer: [] }]
+    analyze.parameters = (analyze.parameters ?? []).filter((p) => p.name !== "authorization")
+    const ok = analyze.responses?.["200"]
+    if (ok) ok.headers = { "PAYMENT-RESPONSE": header("x402 only: base64 JSON settlement receipt (success, transaction, network, payer)", "eyJzdWNjZXNzIjp0cnVlfQ==") }
+    const challenge = analyze.responses?.["402"]
+    if (challenge) challenge.headers = { "PAYMENT-REQUIRED": header("base64 JSON x402 v2 PaymentRequired with an accepts array", "eyJ4NDAyVmVyc2lvbiI6Mn0=") }
+  }
+  for (const item of Object.values(paths)) {
+    for (const operation of Object.values(item)) {
+      for (const status of ["429", "503"]) {
+        const response = operation.responses?.[status]
+        if (response) response.headers = { ...response.headers, "Retry-After": header("seconds to wait; a hint", "60") }
+      }
+    }
+  }
+  return spec
+}
+
 export class MorselApi extends HttpApi.make("morsel")
   .add(HealthGroup)
   .add(AnalysisGroup)
@@ -146,6 +180,7 @@ export class MorselApi extends HttpApi.make("morsel")
   .addError(PayloadTooLarge)
   .addError(UnsupportedMediaType)
   .annotate(OpenApi.Title, "morsel")
+  .annotate(OpenApi.Transform, documentHeaders)
   .annotate(OpenApi.Version, API_VERSION)
   .annotate(
     OpenApi.Description,

@@ -82,6 +82,12 @@ describe("HTTP contract", () => {
           for (const code of codes) expect(op.codes, `${path} ${code}`).toContain(code)
           if (schema) expect(op.body).toContain(schema)
         }
+        const analyzeDoc = JSON.stringify((spec["paths"] as Record<string, Record<string, unknown>>)["/v1/analyze"]?.["post"])
+        expect(analyzeDoc).toContain('"security":[{},{"bearer":[]}]')
+        expect(analyzeDoc).toContain("PAYMENT-REQUIRED")
+        expect(analyzeDoc).toContain("PAYMENT-RESPONSE")
+        expect(analyzeDoc).toContain("Retry-After")
+        expect(analyzeDoc).not.toContain('"name":"authorization"')
         const schemas = JSON.stringify(spec["components"])
         expect(schemas).toContain("\"additionalProperties\":false")
         expect(schemas).toContain("^[A-Za-z0-9_-]{16,128}$")
