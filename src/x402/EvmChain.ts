@@ -71,12 +71,15 @@ export class EvmChain extends Context.Tag("morsel/x402/EvmChain")<
     readonly knows: (hash: Hex) => Effect.Effect<boolean, ChainUnavailable>
     /** authorizationState at `blockNumber` (latest when omitted). */
     readonly authorizationUsed: (asset: Address, authorizer: Address, nonce: Hex, blockNumber?: bigint) => Effect.Effect<boolean, ChainUnavailable>
-    /** The transaction that spent (AuthorizationUsed) or canceled (AuthorizationCanceled) this authorization, searched from `fromBlock`. */
+    /**
+     * The transaction that spent (AuthorizationUsed) or canceled (AuthorizationCanceled) this authorization, searched
+     * from `fromBlock` up to the first block at or past `validBefore` (the token refuses it from then on).
+     */
     readonly authorizationSpentBy: (
       asset: Address,
       authorizer: Address,
       nonce: Hex,
-      fromBlock: bigint
+      bounds: { readonly fromBlock: bigint; readonly validBefore: bigint }
     ) => Effect.Effect<Option.Option<{ readonly kind: "used" | "canceled"; readonly txHash: Hex }>, ChainUnavailable>
     readonly latestBlock: Effect.Effect<{ readonly number: bigint; readonly timestamp: bigint }, ChainUnavailable>
     readonly hasCode: (address: Address) => Effect.Effect<boolean, ChainUnavailable>
@@ -117,10 +120,16 @@ export const makeEvmChain = (client: PaymentClient): Context.Tag.Service<EvmChai
         ...(blockNumber !== undefined ? { blockNumber } : {})
       })
     ),
-  authorizationSpentBy: (asset, authorizer, nonce, fromBlock) =>
+  authorizationSpentBy: (asset, authorizer, nonce, { fromBlock, validBefore }) =>
     Effect.gen(function* () {
-      const latest = yield* call("block number", () => client.getBlockNumber())
+      // viem caches the block number for seconds: the spend may be newer than that.
+      const latest = yield* call("block number", () => client.getBlockNumber({ cacheTime: 0 }))
       for (let start = fromBlock; start <= latest; start += LOG_WINDOW) {
+        if (start > fromBlock) {
+          // No block from validBefore on can spend the authorization: stop there rather than at the head.
+          const opening = yield* call("block lookup", () => client.getBlock({ blockNumber: start }))
+          if (opening.timestamp >= validBefore) break
+        }
         const end = start + LOG_WINDOW - 1n < latest ? start + LOG_WINDOW - 1n : latest
         const range = { address: asset, args: { authorizer, nonce }, fromBlock: start, toBlock: end }
         const used = yield* call("AuthorizationUsed logs", () => client.getLogs({ ...range, event: authorizationUsedEvent }))

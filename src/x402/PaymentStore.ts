@@ -17,13 +17,16 @@ export interface NewClaim {
   readonly digest: Hex
   /** Unix seconds; after it the token refuses the authorization. */
   readonly validBefore: bigint
+  /** A block no later than any spend of the authorization (the head before verification, less a margin). */
+  readonly fromBlock: bigint
+  /** The signed payment (PAYMENT-SIGNATURE encoding), kept until the payment is final so anyone may submit it. */
+  readonly paymentPayload: string
 }
 
-export interface PaymentRecord extends NewClaim {
+export interface PaymentRecord extends Omit<NewClaim, "paymentPayload"> {
   readonly state: PaymentState
   readonly settledBy: Option.Option<"self" | "facilitator">
   readonly txHash: Option.Option<Hex>
-  readonly fromBlock: Option.Option<bigint>
   readonly rawTransaction: Option.Option<Hex>
   readonly paymentPayload: Option.Option<string>
   readonly paymentResponse: Option.Option<string>
@@ -51,7 +54,7 @@ interface Row {
   readonly state: PaymentState
   readonly settled_by: "self" | "facilitator" | null
   readonly tx_hash: string | null
-  readonly from_block: string | number | bigint | null
+  readonly from_block: string | number | bigint
   readonly raw_transaction: string | null
   readonly payment_payload: string | null
   readonly payment_response: string | null
@@ -75,7 +78,7 @@ const toRecord = (r: Row): PaymentRecord => ({
   state: r.state,
   settledBy: Option.fromNullable(r.settled_by),
   txHash: Option.fromNullable(r.tx_hash).pipe(Option.map(hex)),
-  fromBlock: Option.fromNullable(r.from_block).pipe(Option.map((b) => BigInt(b))),
+  fromBlock: BigInt(r.from_block),
   rawTransaction: Option.fromNullable(r.raw_transaction).pipe(Option.map(hex)),
   paymentPayload: Option.fromNullable(r.payment_payload),
   paymentResponse: Option.fromNullable(r.payment_response),
@@ -106,21 +109,26 @@ export class PaymentStore extends Context.Tag("morsel/x402/PaymentStore")<
       submission: {
         readonly by: "self" | "facilitator"
         readonly txHash: Option.Option<Hex>
-        readonly fromBlock: Option.Option<bigint>
         readonly rawTransaction: Option.Option<Hex>
-        readonly paymentPayload: Option.Option<string>
       }
     ) => Effect.Effect<Option.Option<PaymentRecord>, SqlError.SqlError>
     /** Record the transaction that now carries a submitted payment (a later hash from a facilitator, a re-signed transfer). */
     readonly recordTransaction: (
       requestId: string,
-      tx: { readonly txHash: Hex; readonly rawTransaction: Option.Option<Hex>; readonly fromBlock: Option.Option<bigint> }
+      tx: { readonly txHash: Hex; readonly rawTransaction: Option.Option<Hex> }
     ) => Effect.Effect<void, SqlError.SqlError>
     readonly markSettled: (requestId: string, txHash: Hex, paymentResponse: string) => Effect.Effect<PaymentRecord, SqlError.SqlError>
     readonly markFailed: (requestId: string, reason: string) => Effect.Effect<PaymentRecord, SqlError.SqlError>
     readonly countAttempt: (requestId: string) => Effect.Effect<void, SqlError.SqlError>
-    /** Submitted payments untouched since `before`: what the reconciler looks at. */
-    readonly submittedBefore: (before: Date, limit: number) => Effect.Effect<ReadonlyArray<PaymentRecord>, SqlError.SqlError>
+    /** Mark the payment as being worked on now, so the reconciler leaves it to its request for a while. */
+    readonly touch: (requestId: string) => Effect.Effect<void, SqlError.SqlError>
+    /**
+     * Lease one payment due for reconciliation until `until`, so no other instance works it meanwhile: a submitted
+     * payment untouched since `before`, or a claimed one (never sent) whose request already waits on its payment.
+     */
+    readonly takeDue: (before: Date, until: Date) => Effect.Effect<Option.Option<PaymentRecord>, SqlError.SqlError>
+    /** Give up the reconciliation lease on a payment. */
+    readonly endLease: (requestId: string) => Effect.Effect<void, SqlError.SqlError>
   }
 >() {}
 
@@ -148,9 +156,9 @@ export const PaymentStoreLive = Layer.effect(
         // ON CONFLICT DO NOTHING covers both keys: the request's row and the authorization's row.
         const inserted = yield* sql<Row>`
           INSERT INTO x402_payments (request_id, payer, asset, network, pay_to, amount, auth_nonce, authorization_digest,
-            valid_before, state, created_at, updated_at)
+            valid_before, from_block, payment_payload, state, created_at, updated_at)
           VALUES (${c.requestId}, ${c.payer}, ${c.asset}, ${c.network}, ${c.payTo}, ${c.amount}, ${c.nonce}, ${c.digest},
-            ${c.validBefore.toString()}, 'claimed', ${at}, ${at})
+            ${c.validBefore.toString()}, ${c.fromBlock.toString()}, ${c.paymentPayload}, 'claimed', ${at}, ${at})
           ON CONFLICT DO NOTHING
           RETURNING ${cols}`
         if (inserted[0]) return toRecord(inserted[0])
@@ -169,7 +177,8 @@ export const PaymentStoreLive = Layer.effect(
         const replaced = yield* sql<Row>`
           UPDATE x402_payments SET payer = ${c.payer}, asset = ${c.asset}, network = ${c.network}, pay_to = ${c.payTo},
             amount = ${c.amount}, auth_nonce = ${c.nonce}, authorization_digest = ${c.digest},
-            valid_before = ${c.validBefore.toString()}, updated_at = ${at}
+            valid_before = ${c.validBefore.toString()}, from_block = ${c.fromBlock.toString()},
+            payment_payload = ${c.paymentPayload}, updated_at = ${at}
           WHERE request_id = ${c.requestId} AND state = 'claimed'
           RETURNING ${cols}`.pipe(
           Effect.catchIf(
@@ -199,9 +208,7 @@ export const PaymentStoreLive = Layer.effect(
           const rows = yield* sql<Row>`
             UPDATE x402_payments SET state = 'submitted', settled_by = ${s.by},
               tx_hash = ${Option.getOrNull(s.txHash)},
-              from_block = ${Option.getOrNull(Option.map(s.fromBlock, String))},
               raw_transaction = ${Option.getOrNull(s.rawTransaction)},
-              payment_payload = ${Option.getOrNull(s.paymentPayload)},
               attempts = attempts + 1, updated_at = ${at}
             WHERE request_id = ${requestId} AND state = 'claimed'
             RETURNING ${cols}`
@@ -213,7 +220,6 @@ export const PaymentStoreLive = Layer.effect(
           yield* sql`
             UPDATE x402_payments SET tx_hash = ${tx.txHash},
               raw_transaction = COALESCE(${Option.getOrNull(tx.rawTransaction)}, raw_transaction),
-              from_block = COALESCE(from_block, ${Option.getOrNull(Option.map(tx.fromBlock, String))}),
               updated_at = ${at}
             WHERE request_id = ${requestId} AND state = 'submitted'`
         }),
@@ -245,10 +251,28 @@ export const PaymentStoreLive = Layer.effect(
           const at = yield* now
           yield* sql`UPDATE x402_payments SET attempts = attempts + 1, updated_at = ${at} WHERE request_id = ${requestId}`
         }),
-      submittedBefore: (before, limit) =>
-        sql<Row>`
-          SELECT ${cols} FROM x402_payments WHERE state = 'submitted' AND updated_at <= ${before}
-          ORDER BY updated_at LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toRecord)))
+      touch: (requestId) =>
+        Effect.flatMap(now, (at) => Effect.asVoid(sql`UPDATE x402_payments SET updated_at = ${at} WHERE request_id = ${requestId}`)),
+      takeDue: (before, until) =>
+        Effect.gen(function* () {
+          const at = yield* now
+          // One statement, no transaction held: SKIP LOCKED passes over a row another instance is taking right now,
+          // and the lease keeps it away from them afterwards (also across the RPC calls that follow).
+          const rows = yield* sql<Row>`
+            UPDATE x402_payments SET reconciling_until = ${until}
+            WHERE request_id = (
+              SELECT p.request_id FROM x402_payments p
+              WHERE p.updated_at <= ${before}
+                AND (p.reconciling_until IS NULL OR p.reconciling_until < ${at})
+                AND (p.state = 'submitted' OR (p.state = 'claimed' AND EXISTS (
+                  SELECT 1 FROM analysis_requests a WHERE a.request_id = p.request_id AND a.status = 'payment_pending')))
+              ORDER BY p.updated_at LIMIT 1
+              FOR UPDATE OF p SKIP LOCKED)
+            AND (reconciling_until IS NULL OR reconciling_until < ${at})
+            RETURNING ${cols}`
+          return Option.fromNullable(rows[0]).pipe(Option.map(toRecord))
+        }),
+      endLease: (requestId) => Effect.asVoid(sql`UPDATE x402_payments SET reconciling_until = NULL WHERE request_id = ${requestId}`)
     }
   })
 )

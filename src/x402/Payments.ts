@@ -1,11 +1,11 @@
 /** Settling and reconciling x402 payments: exactly one transfer per claimed authorization, whatever fails in between. */
 import type { PaymentRequirements } from "@x402/core/types"
-import { Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Context, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
 import { getAddress, type Hex } from "viem"
 import { AppConfig } from "../config.ts"
 import { carriesTransfer, EvmChain, type ExpectedTransfer } from "./EvmChain.ts"
 import { PaymentStore, type PaymentRecord } from "./PaymentStore.ts"
-import { receipt, requirements as termsRequirements, settledResponse } from "./protocol.ts"
+import { authorizationDigest, decodePayment, receipt, requirements as termsRequirements, settledResponse } from "./protocol.ts"
 import { Settlement, type SignedPayment, type Submission } from "./Settlement.ts"
 
 export type Outcome =
@@ -21,9 +21,10 @@ export class Payments extends Context.Tag("morsel/x402/Payments")<
     /** Submit the request's claimed payment (or follow the submission already made) and wait for it, bounded. */
     readonly settle: (requestId: string, payment: SignedPayment) => Effect.Effect<Outcome>
     /**
-     * Find out what became of a payment: receipt by hash, else the token's authorization state and its
-     * AuthorizationUsed log, else send it again while still valid, else a failed payment. `wait` bounds a
-     * receipt wait after sending again (a caller is waiting); without it the next pass looks again.
+     * Find out what became of a payment: a claimed one is submitted (with the signed payment stored at its claim)
+     * while valid; else receipt by hash, the token's authorization state and its AuthorizationUsed log, sending it
+     * again while still valid, or a failed payment once it can no longer land. `wait` bounds a receipt wait after
+     * sending (a caller is waiting); without it the next pass looks again.
      */
     readonly reconcile: (requestId: string, payment: Option.Option<SignedPayment>, wait: boolean) => Effect.Effect<Outcome>
   }
@@ -50,6 +51,12 @@ export const PaymentsLive = Layer.effect(
       ...termsRequirements({ payTo: getAddress(r.payTo), asset: getAddress(r.asset), publicBaseUrl: settings.publicBaseUrl }),
       amount: r.amount
     })
+
+    /** The signed payment stored with the claim, if it is still there and is the recorded authorization. */
+    const storedPayment = (r: PaymentRecord): Option.Option<SignedPayment> =>
+      Option.flatMap(r.paymentPayload, (stored) =>
+        Either.getRight(decodePayment(stored)).pipe(Option.filter((p) => authorizationDigest(getAddress(r.asset), p.authorization) === r.digest))
+      )
 
     const annotate = (r: PaymentRecord) =>
       Effect.annotateLogs({ request_id: r.requestId, payer: r.payer, authorization_digest: r.digest })
@@ -154,10 +161,13 @@ export const PaymentsLive = Layer.effect(
         const done = final(r)
         if (Option.isSome(done)) return done.value
         if (r.state === "claimed" && rejection === undefined) {
-          // Never submitted: only a caller holding the signed authorization can submit it.
-          if (Option.isNone(payment)) return pending(Option.none())
-          const submission = yield* settlement.submit(r, payment.value, requirementsOf(r))
-          return yield* afterSubmission(r.requestId, submission, payment, wait)
+          // Never submitted, so nothing of ours is in flight: submit it while the chain still accepts it.
+          const signed = Option.orElse(payment, () => storedPayment(r))
+          const head = yield* chain.latestBlock
+          if (Option.isSome(signed) && head.timestamp < r.validBefore) {
+            const submission = yield* settlement.submit(r, signed.value, requirementsOf(r))
+            return yield* afterSubmission(r.requestId, submission, signed, wait)
+          }
         }
         // 1. The recorded transaction.
         if (Option.isSome(r.txHash)) {
@@ -170,11 +180,14 @@ export const PaymentsLive = Layer.effect(
         const payer = getAddress(r.payer)
         const used = yield* chain.authorizationUsed(asset, payer, r.nonce, head.number)
         if (used) {
-          const spent = yield* chain.authorizationSpentBy(asset, payer, r.nonce, Option.getOrElse(r.fromBlock, () => 0n))
+          const spent = yield* chain.authorizationSpentBy(asset, payer, r.nonce, { fromBlock: r.fromBlock, validBefore: r.validBefore })
           if (Option.isNone(spent)) return pending(r.txHash)
           if (spent.value.kind === "canceled") return yield* failed(r, "the payer canceled the authorization before it was settled")
           const paid = yield* checkReceipt(r, spent.value.txHash)
-          return Option.isSome(paid) ? yield* settledBy(r, paid.value) : pending(r.txHash)
+          if (Option.isSome(paid)) return yield* settledBy(r, paid.value)
+          // The nonce went to another transfer (signed with the same nonce): this one can never be spent.
+          const other = yield* chain.receipt(spent.value.txHash)
+          return Option.isSome(other) ? yield* failed(r, "the payer spent the authorization's nonce on another transfer") : pending(r.txHash)
         }
         // 3. Unspent and past validBefore at the chain's head: no later block can spend it.
         if (head.timestamp >= r.validBefore) {
@@ -185,6 +198,8 @@ export const PaymentsLive = Layer.effect(
           if (Option.isNone(r.txHash)) return yield* failed(r, rejection)
           return pending(r.txHash)
         }
+        // A claim without its signed payment cannot be submitted; it fails once it expires.
+        if (r.state === "claimed") return pending(Option.none())
         // 4. Still valid and not on chain: send it again.
         yield* store.countAttempt(r.requestId)
         const submission = yield* settlement.resend(r, payment, requirementsOf(r))
@@ -218,6 +233,8 @@ export const PaymentsLive = Layer.effect(
               onNone: () => reconcileRecord(r, Option.some(payment), true)
             })
           }
+          // The request's own settlement is under way: the background reconciler need not race it.
+          yield* store.touch(requestId)
           const submission = yield* settlement.submit(r, payment, requirementsOf(r))
           return yield* afterSubmission(requestId, submission, Option.some(payment), true)
         }).pipe(orPending(requestId)),

@@ -1,4 +1,4 @@
-/** The background reconciler: settles (or fails) submitted x402 payments that no caller came back for. */
+/** The background reconciler: settles (or fails) x402 payments left pending that no caller came back for. */
 import { Cause, Clock, Context, Duration, Effect, Layer, Option, PubSub } from "effect"
 import { Payments } from "./Payments.ts"
 import { PaymentStore } from "./PaymentStore.ts"
@@ -22,7 +22,10 @@ export class PaymentResolutions extends Context.Tag("morsel/x402/PaymentResoluti
 export class X402Reconciler extends Context.Tag("morsel/x402/X402Reconciler")<
   X402Reconciler,
   {
-    /** One pass over submitted payments untouched for a while (also what an operator's "reconcile now" runs). */
+    /**
+     * One pass over payments untouched for a while: submitted ones, and claimed ones whose request waits on its
+     * payment (also what an operator's "reconcile now" runs).
+     */
     readonly runOnce: Effect.Effect<ReconcilePass>
     /** Every finished pass, background or on demand. */
     readonly passes: PubSub.PubSub<ReconcilePass>
@@ -35,6 +38,8 @@ export interface ReconcilerOptions {
   /** A payment is left to its own request while it was touched more recently than this. */
   readonly minAge?: Duration.DurationInput
   readonly batch?: number
+  /** How long an instance keeps a payment to itself while working it (others skip it meanwhile). */
+  readonly lease?: Duration.DurationInput
 }
 
 export const emptyPass: ReconcilePass = { examined: 0, settled: [], failed: [], pending: 0 }
@@ -50,27 +55,39 @@ export const ReconcilerLive = (options: ReconcilerOptions = {}) =>
       const interval = Duration.decode(options.interval ?? "30 seconds")
       const minAge = Duration.toMillis(options.minAge ?? "30 seconds")
       const batch = options.batch ?? 50
+      const lease = Duration.toMillis(options.lease ?? "5 minutes")
       const passes = yield* Effect.acquireRelease(PubSub.unbounded<ReconcilePass>(), PubSub.shutdown)
 
+      /** The next due payment, leased to this instance while it works it. */
+      const takeNext = (before: Date) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => store.takeDue(before, new Date(now + lease)))
+
       const runOnce = Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const due = yield* store.submittedBefore(new Date(now - minAge), batch)
         const settled: Array<{ requestId: string; paymentResponse: string }> = []
         const failed: Array<{ requestId: string; reason: string }> = []
-        for (const record of due) {
-          const outcome = yield* payments.reconcile(record.requestId, Option.none(), false)
-          if (outcome._tag === "Settled") {
-            settled.push({ requestId: record.requestId, paymentResponse: outcome.paymentResponse })
-            if (Option.isSome(resolutions)) yield* resolutions.value.settled(record.requestId, outcome.paymentResponse)
-          } else if (outcome._tag === "Failed") {
-            failed.push({ requestId: record.requestId, reason: outcome.reason })
-            if (Option.isSome(resolutions)) yield* resolutions.value.failed(record.requestId, outcome.reason)
-          } else {
-            // Touch it so the next pass gives it a rest of minAge.
-            yield* store.countAttempt(record.requestId)
-          }
+        // Fixed for the pass: a payment touched during it is not due again before the next one.
+        const before = new Date((yield* Clock.currentTimeMillis) - minAge)
+        let examined = 0
+        while (examined < batch) {
+          const next = yield* takeNext(before)
+          if (Option.isNone(next)) break
+          examined++
+          const requestId = next.value.requestId
+          yield* Effect.gen(function* () {
+            const outcome = yield* payments.reconcile(requestId, Option.none(), false)
+            if (outcome._tag === "Settled") {
+              settled.push({ requestId, paymentResponse: outcome.paymentResponse })
+              if (Option.isSome(resolutions)) yield* resolutions.value.settled(requestId, outcome.paymentResponse)
+            } else if (outcome._tag === "Failed") {
+              failed.push({ requestId, reason: outcome.reason })
+              if (Option.isSome(resolutions)) yield* resolutions.value.failed(requestId, outcome.reason)
+            } else {
+              // Touch it so the next pass gives it a rest of minAge.
+              yield* store.countAttempt(requestId)
+            }
+          }).pipe(Effect.ensuring(Effect.ignore(store.endLease(requestId))))
         }
-        const pass: ReconcilePass = { examined: due.length, settled, failed, pending: due.length - settled.length - failed.length }
+        const pass: ReconcilePass = { examined, settled, failed, pending: examined - settled.length - failed.length }
         if (pass.examined > 0) yield* Effect.logInfo("x402 reconciliation pass", { settled: settled.length, failed: failed.length, pending: pass.pending })
         yield* PubSub.publish(passes, pass)
         return pass

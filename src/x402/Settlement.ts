@@ -1,6 +1,5 @@
 /** Submitting a claimed payment on chain: self-settlement with our own gas wallet, or through an x402 facilitator. */
 import type { SqlError } from "@effect/sql"
-import { encodePaymentSignatureHeader } from "@x402/core/http"
 import { HTTPFacilitatorClient } from "@x402/core/server"
 import { type PaymentPayload, type PaymentRequirements, SettleError, type SettleResponse } from "@x402/core/types"
 import { Context, Effect, Layer, Option, Redacted, Ref } from "effect"
@@ -30,13 +29,13 @@ export type Submission =
   | { readonly _tag: "Lost" }
   /** Nothing was sent: the chain or facilitator could not be reached; the payment may be submitted later. */
   | { readonly _tag: "NotSent"; readonly reason: string }
-  /** The transfer would fail (or a facilitator refused it); nothing was transferred by this attempt. */
+  /** The transfer would fail (or a facilitator refused it before sending anything); nothing was sent by this attempt. */
   | { readonly _tag: "Rejected"; readonly reason: string }
   /** Sent; its receipt decides. */
   | { readonly _tag: "Broadcast"; readonly txHash: Hex }
   /** A facilitator saw the transfer mined. */
   | { readonly _tag: "Confirmed"; readonly txHash: Hex }
-  /** Sent, but whether and where it landed is unknown (facilitator timeout). */
+  /** Maybe sent: whether and where it landed is unknown (a facilitator timed out, or failed after it may have broadcast). */
   | { readonly _tag: "Unknown"; readonly txHash: Option.Option<Hex> }
 
 export interface SignedPayment {
@@ -149,18 +148,14 @@ export const SelfSettlement = Layer.effect(
             // Another attempt of this request may have submitted while this one waited for the lock.
             const now = yield* store.get(record.requestId)
             if (Option.isNone(now) || now.value.state !== "claimed") return { _tag: "Lost" } satisfies Submission
-            const prepared = yield* Effect.either(
-              Effect.all({ fromBlock: rpc("block number", () => chain.client.getBlockNumber()), tx: sign(asset, data) })
-            )
+            const prepared = yield* Effect.either(sign(asset, data))
             if (prepared._tag === "Left") return { _tag: "NotSent", reason: prepared.left.message } satisfies Submission
-            const { fromBlock, tx } = prepared.right
+            const tx = prepared.right
             // The hash is durable before the transaction exists anywhere else: a crash after this line is reconcilable.
             const won = yield* store.markSubmitted(record.requestId, {
               by: "self",
               txHash: Option.some(tx.hash),
-              fromBlock: Option.some(fromBlock),
-              rawTransaction: Option.some(tx.raw),
-              paymentPayload: Option.none()
+              rawTransaction: Option.some(tx.raw)
             })
             if (Option.isNone(won)) return { _tag: "Lost" } satisfies Submission
             yield* Effect.ignore(broadcast(tx.raw, tx.nonce))
@@ -199,7 +194,7 @@ export const SelfSettlement = Layer.effect(
             const signed = yield* Effect.either(sign(asset, data.value))
             if (signed._tag === "Left") return { _tag: "NotSent", reason: signed.left.message } satisfies Submission
             const tx = signed.right
-            yield* store.recordTransaction(record.requestId, { txHash: tx.hash, rawTransaction: Option.some(tx.raw), fromBlock: Option.none() })
+            yield* store.recordTransaction(record.requestId, { txHash: tx.hash, rawTransaction: Option.some(tx.raw) })
             yield* Effect.ignore(broadcast(tx.raw, tx.nonce))
             return { _tag: "Broadcast", txHash: tx.hash } satisfies Submission
           })
@@ -219,7 +214,6 @@ export const FacilitatorSettlement = Layer.effect(
   Settlement,
   Effect.gen(function* () {
     const settings = yield* AppConfig
-    const chain = yield* EvmChain
     const store = yield* PaymentStore
     const url = yield* Option.match(settings.x402.facilitatorUrl, {
       onNone: () => Effect.dieMessage("facilitator settlement needs X402_FACILITATOR_URL"),
@@ -229,7 +223,7 @@ export const FacilitatorSettlement = Layer.effect(
     const facilitator = new HTTPFacilitatorClient({ url, timeoutMs: settings.x402.confirmTimeoutMs })
 
     const record = (requestId: string, hash: Hex) =>
-      store.recordTransaction(requestId, { txHash: hash, rawTransaction: Option.none(), fromBlock: Option.none() })
+      store.recordTransaction(requestId, { txHash: hash, rawTransaction: Option.none() })
 
     const settleOnce = (requestId: string, payload: PaymentPayload, requirements: PaymentRequirements) =>
       Effect.gen(function* () {
@@ -244,11 +238,18 @@ export const FacilitatorSettlement = Layer.effect(
         }
         const hash = txHash(r.transaction)
         if (r instanceof SettleError || !r.success) {
-          if (r.errorReason === "settlement_pending" && Option.isSome(hash)) {
+          const reason = r.errorReason ?? "settlement refused by the facilitator"
+          if (r.errorReason === "settlement_pending") {
+            if (Option.isNone(hash)) return { _tag: "Unknown", txHash: Option.none() } satisfies Submission
             yield* record(requestId, hash.value)
             return { _tag: "Broadcast", txHash: hash.value } satisfies Submission
           }
-          return { _tag: "Rejected", reason: r.errorReason ?? "settlement refused by the facilitator" } satisfies Submission
+          // Only a refusal before anything was sent is final; a facilitator whose own send failed or timed out
+          // answers with an error and no hash although its transfer may still be mined.
+          if (Option.isNone(hash) && refusedBeforeBroadcast(reason)) return { _tag: "Rejected", reason } satisfies Submission
+          // A reverted transaction of its own is not ours to follow: the chain's record of the authorization decides.
+          yield* Effect.logWarning("x402 facilitator settlement failed; its transfer may still land", reason)
+          return { _tag: "Unknown", txHash: Option.none() } satisfies Submission
         }
         if (Option.isNone(hash)) return { _tag: "Unknown", txHash: Option.none() } satisfies Submission
         yield* record(requestId, hash.value)
@@ -259,15 +260,8 @@ export const FacilitatorSettlement = Layer.effect(
       kind: "facilitator" as const,
       submit: (record, payment, requirements) =>
         Effect.gen(function* () {
-          const fromBlock = yield* Effect.option(chain.latestBlock)
-          // Kept while the payment may need sending again (SPEC §4.2: the signed authorization is persisted for recovery).
-          const won = yield* store.markSubmitted(record.requestId, {
-            by: "facilitator",
-            txHash: Option.none(),
-            fromBlock: Option.map(fromBlock, (b) => b.number),
-            rawTransaction: Option.none(),
-            paymentPayload: Option.some(encodePaymentSignatureHeader(payment.payload))
-          })
+          // The signed authorization stays stored from the claim on (SPEC §4.2: persisted for recovery).
+          const won = yield* store.markSubmitted(record.requestId, { by: "facilitator", txHash: Option.none(), rawTransaction: Option.none() })
           if (Option.isNone(won)) return { _tag: "Lost" } satisfies Submission
           return yield* settleOnce(record.requestId, payment.payload, requirements)
         }),
@@ -279,6 +273,32 @@ export const FacilitatorSettlement = Layer.effect(
     }
   })
 )
+
+/**
+ * Reasons the exact-EVM facilitator gives only from its verification, before it sends anything. Anything else
+ * (invalid_exact_evm_transaction_failed is also what a timed-out send becomes) may follow a broadcast.
+ */
+const PRE_BROADCAST_REASONS: ReadonlySet<string> = new Set([
+  "invalid_exact_evm_scheme",
+  "invalid_exact_evm_network_mismatch",
+  "invalid_exact_evm_missing_eip712_domain",
+  "invalid_exact_evm_recipient_mismatch",
+  "invalid_exact_evm_signature",
+  "invalid_exact_evm_payload_authorization_valid_before",
+  "invalid_exact_evm_payload_authorization_valid_after",
+  "invalid_exact_evm_authorization_value",
+  "invalid_exact_evm_payload_authorization_value_mismatch",
+  "invalid_exact_evm_token_name_mismatch",
+  "invalid_exact_evm_token_version_mismatch",
+  "invalid_exact_evm_eip3009_not_supported",
+  "invalid_exact_evm_insufficient_balance",
+  "invalid_exact_evm_transaction_simulation_failed",
+  "invalid_exact_evm_failed_to_parse_signature",
+  "unsupported_payload_type",
+  "eip6492_factory_not_allowed"
+])
+
+export const refusedBeforeBroadcast = (reason: string): boolean => PRE_BROADCAST_REASONS.has(reason)
 
 const txHash = (s: string | undefined): Option.Option<Hex> =>
   s !== undefined && isHex(s) && s.length === 66 ? Option.some(s) : Option.none()

@@ -1,8 +1,9 @@
 /** Per-call x402 funding of an analysis: challenge, verification before work, single-use claims, settlement after validation. */
 import type { SqlClient } from "@effect/sql"
+import { encodePaymentSignatureHeader } from "@x402/core/http"
 import type { PaymentRequirements } from "@x402/core/types"
 import { Clock, ConfigError, Context, Effect, Layer, Option } from "effect"
-import { type Address, getAddress } from "viem"
+import { type Address, getAddress, isAddressEqual } from "viem"
 import type { FundingMethod, Reservation, Settled } from "../analysis/Funding.ts"
 import { AppConfig } from "../config.ts"
 import { Conflict, PaymentRequired, ServiceUnavailable } from "../domain/errors.ts"
@@ -11,6 +12,7 @@ import { type Outcome, Payments, PaymentsLive } from "./Payments.ts"
 import { PaymentStore, PaymentStoreLive } from "./PaymentStore.ts"
 import {
   authorizationDigest,
+  authorizationSigner,
   challengeFailure,
   type DecodedPayment,
   decodePayment,
@@ -26,6 +28,9 @@ import {
 import { ReconcilerDisabled, ReconcilerLive, type ReconcilerOptions, type X402Reconciler } from "./Reconciler.ts"
 import { FacilitatorSettlement, SelfSettlement } from "./Settlement.ts"
 import { FacilitatorVerifier, LocalVerifier, Verifier } from "./Verifier.ts"
+
+/** Blocks before the head at verification from which a spend of the authorization is searched (RPC nodes may lag). */
+const CLAIM_BLOCK_MARGIN = 100n
 
 /** SPEC §7: a pending payment is retried after 60 seconds. */
 export const PENDING_RETRY_AFTER_SECONDS = 60
@@ -178,10 +183,12 @@ export const X402FundingLive = Layer.effect(
           const held = yield* store.get(requestId).pipe(Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId)))
           if (Option.isSome(held) && held.value.digest === digest && held.value.state !== "claimed") return reservationFor(requestId, payment)
         }
-        // SPEC §1: externally owned wallets only.
-        const isContract = yield* chain.hasCode(payment.authorization.from).pipe(
-          Effect.catchAll(() => unavailableNow("the payment chain cannot be reached", requestId))
-        )
+        // SPEC §1: externally owned wallets only. The head is read before verification: no spend the
+        // verification did not see can be older, so the search for one starts there.
+        const { isContract, head } = yield* Effect.all(
+          { isContract: chain.hasCode(payment.authorization.from), head: chain.latestBlock },
+          { concurrency: 2 }
+        ).pipe(Effect.catchAll(() => unavailableNow("the payment chain cannot be reached", requestId)))
         if (isContract) return yield* invalid("smart-contract wallets are not supported; pay from an externally owned account")
         const verdict = yield* verifier.verify(payment.payload, accepted).pipe(
           Effect.catchAll((e) =>
@@ -216,7 +223,9 @@ export const X402FundingLive = Layer.effect(
             amount: payment.authorization.value,
             nonce,
             digest,
-            validBefore: BigInt(payment.authorization.validBefore)
+            validBefore: BigInt(payment.authorization.validBefore),
+            fromBlock: head.number > CLAIM_BLOCK_MARGIN ? head.number - CLAIM_BLOCK_MARGIN : 0n,
+            paymentPayload: encodePaymentSignatureHeader(payment.payload)
           })
           .pipe(
             Effect.catchTags({
@@ -233,14 +242,15 @@ export const X402FundingLive = Layer.effect(
       Effect.gen(function* () {
         const record = yield* store.get(requestId).pipe(Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId)))
         if (Option.isNone(record)) {
-          // Nothing was ever claimed for this request: pay for it now.
+          // Nothing was ever claimed for this request, so nothing can land: pay for it now.
           const reservation = yield* method().reserve(requestId).pipe(
             Effect.catchTag("Conflict", (c) => invalid(c.error.message))
           )
           return yield* reservation.commit
         }
-        const same = record.value.digest === authorizationDigest(asset, payment.authorization)
-        const outcome = yield* payments.reconcile(requestId, same ? Option.some(payment) : Option.none(), true)
+        // The recorded payment decides, whatever this retry carries: it is submitted from its own stored
+        // signature, and only a payment that can no longer land is answered with a 402.
+        const outcome = yield* payments.reconcile(requestId, Option.none(), true)
         return yield* settledOrFail(requestId, payment)(outcome)
       }).pipe(Effect.annotateLogs({ request_id: requestId, payer: payment.payer }))
 
@@ -251,6 +261,15 @@ export const X402FundingLive = Layer.effect(
           const decoded = decodePayment(header)
           if (decoded._tag === "Left") return yield* invalid(decoded.left)
           const payment = decoded.right
+          // Signed for another chain, the signature cannot match ours: say which term is wrong.
+          if (payment.payload.accepted.network !== NETWORK) {
+            return yield* invalid(`the payment is not valid: ${explain("invalid_exact_evm_network_mismatch")}`)
+          }
+          // The wallet becomes the idempotency scope and the subject of limits: only once its signature proves it.
+          const signer = yield* Effect.option(authorizationSigner(asset, payment.authorization, payment.signature))
+          if (Option.isNone(signer) || !isAddressEqual(signer.value, payment.authorization.from)) {
+            return yield* invalid(`the payment is not valid: ${explain("invalid_exact_evm_signature")}`)
+          }
           const method: FundingMethod = {
             payer: { kind: "x402", id: `wallet:${payment.payer}` },
             reserve: reserve(payment),

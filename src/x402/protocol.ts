@@ -4,7 +4,7 @@ import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymen
 import { parsePaymentPayload } from "@x402/core/schemas"
 import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Option } from "effect"
-import { type Address, getAddress, type Hex, hashTypedData, isAddress, isHex } from "viem"
+import { type Address, getAddress, type Hex, hashTypedData, isAddress, isHex, recoverTypedDataAddress } from "viem"
 import { PaymentRequired } from "../domain/errors.ts"
 
 export const X402_VERSION = 2
@@ -145,9 +145,9 @@ export const decodePayment = (header: string): Either.Either<DecodedPayment, str
   })
 }
 
-/** The EIP-712 hash the payer signed: what identifies the authorization in records, instead of its signature. */
-export const authorizationDigest = (asset: Address, a: Authorization): Hex =>
-  hashTypedData({
+/** The EIP-712 TransferWithAuthorization the payer signs, in the token's domain. */
+const typedAuthorization = (asset: Address, a: Authorization) =>
+  ({
     domain: { ...TOKEN_DOMAIN, chainId: CHAIN_ID, verifyingContract: getAddress(asset) },
     types: {
       TransferWithAuthorization: [
@@ -168,7 +168,14 @@ export const authorizationDigest = (asset: Address, a: Authorization): Hex =>
       validBefore: BigInt(a.validBefore),
       nonce: a.nonce
     }
-  })
+  }) as const
+
+/** The EIP-712 hash the payer signed: what identifies the authorization in records, instead of its signature. */
+export const authorizationDigest = (asset: Address, a: Authorization): Hex => hashTypedData(typedAuthorization(asset, a))
+
+/** Who signed the authorization (ECDSA recovery in the USDC domain, no RPC); fails on an unreadable signature. */
+export const authorizationSigner = (asset: Address, a: Authorization, signature: Hex): Effect.Effect<Address, unknown> =>
+  Effect.tryPromise({ try: () => recoverTypedDataAddress({ ...typedAuthorization(asset, a), signature }), catch: (e) => e })
 
 /** The receipt of PAYMENT-RESPONSE: standard base64 of the x402 SettleResponse. */
 export const receipt = (r: SettleResponse): string => encodePaymentResponseHeader(r)

@@ -18,9 +18,16 @@ const body = (req: IncomingMessage) =>
     req.on("error", reject)
   })
 
+/**
+ * How /settle misbehaves: `send-then-time-out` broadcasts the transfer, then its RPC "times out" (the facilitator
+ * answers an error with an empty hash); `pending-without-hash` answers settlement_pending without the hash.
+ */
+export type FacilitatorMode = "normal" | "send-then-time-out" | "pending-without-hash"
+
 export interface TestFacilitator {
   readonly url: string
   readonly settleCalls: () => number
+  readonly setMode: (mode: FacilitatorMode) => void
 }
 
 /** Starts the facilitator with the chain's facilitator wallet; its receipt wait is bounded by `confirmationTimeoutMs`. */
@@ -32,12 +39,17 @@ export const startFacilitator = (chain: LocalChain, confirmationTimeoutMs: numbe
         chain: paymentChain(chain.rpcUrl),
         transport: http(chain.rpcUrl)
       }).extend(publicActions)
+      let mode: FacilitatorMode = "normal"
       const signer = toFacilitatorEvmSigner(
         {
           address: chain.accounts.facilitator.address,
           readContract: (args) => wallet.readContract(args as Parameters<typeof wallet.readContract>[0]),
           verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
-          writeContract: (args) => wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
+          writeContract: async (args) => {
+            const hash = await wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0])
+            if (mode === "send-then-time-out") throw new Error("The request took too long to respond.")
+            return hash
+          },
           sendTransaction: (args) => wallet.sendTransaction(args),
           waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
           getCode: (args) => wallet.getCode(args)
@@ -58,7 +70,9 @@ export const startFacilitator = (chain: LocalChain, confirmationTimeoutMs: numbe
             if (req.url === "/verify") return reply(200, await facilitator.verify(paymentPayload, paymentRequirements))
             if (req.url === "/settle") {
               settles++
-              return reply(200, await facilitator.settle(paymentPayload, paymentRequirements))
+              const settled = await facilitator.settle(paymentPayload, paymentRequirements)
+              const pendingWithoutHash = mode === "pending-without-hash" && settled.errorReason === "settlement_pending"
+              return reply(200, pendingWithoutHash ? { ...settled, transaction: "" } : settled)
             }
             reply(404, { error: "not found" })
           })
@@ -68,7 +82,14 @@ export const startFacilitator = (chain: LocalChain, confirmationTimeoutMs: numbe
           })
       })
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-      return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, settleCalls: () => settles }
+      return {
+        server,
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        settleCalls: () => settles,
+        setMode: (next: FacilitatorMode) => {
+          mode = next
+        }
+      }
     }),
     ({ server }) =>
       Effect.promise(
@@ -78,4 +99,4 @@ export const startFacilitator = (chain: LocalChain, confirmationTimeoutMs: numbe
             server.closeAllConnections()
           })
       )
-  ).pipe(Effect.map(({ url, settleCalls }): TestFacilitator => ({ url, settleCalls })))
+  ).pipe(Effect.map(({ url, settleCalls, setMode }): TestFacilitator => ({ url, settleCalls, setMode })))

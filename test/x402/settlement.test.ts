@@ -7,7 +7,7 @@ import { type Address, getAddress } from "viem"
 import { PaymentResolutions, X402Reconciler } from "../../src/x402/Reconciler.ts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
-import { startFacilitator } from "./facilitator.ts"
+import { type FacilitatorMode, startFacilitator, type TestFacilitator } from "./facilitator.ts"
 import { challenge, refusal, X402Test } from "./layer.ts"
 import { header, signPayment } from "./payer.ts"
 
@@ -207,10 +207,17 @@ describe("x402 settlement on the local chain", () => {
       }).pipe(Effect.scoped))
   })
 
+  // The facilitator of the layer below, so a test can make it misbehave.
+  let facilitatorOfLayer: TestFacilitator | undefined
+  const facilitatorMode = (mode: FacilitatorMode) => Effect.sync(() => facilitatorOfLayer?.setMode(mode))
+
   layer(
     X402Test({
       env: (chain) =>
-        Effect.map(startFacilitator(chain, 300), (facilitator) => ({ X402_FACILITATOR_URL: facilitator.url }))
+        Effect.map(startFacilitator(chain, 300), (facilitator) => {
+          facilitatorOfLayer = facilitator
+          return { X402_FACILITATOR_URL: facilitator.url }
+        })
     }),
     { excludeTestServices: true }
   )("settlement through an x402 facilitator", (it) => {
@@ -240,6 +247,28 @@ describe("x402 settlement on the local chain", () => {
         expect(receiptOf(settled.paymentResponse).transaction).toBe(tx)
         expect(yield* transfersFrom(payer)).toEqual([{ transactionHash: tx, value: PRICE }])
       }))
+
+    for (const [mode, i, what] of [
+      ["send-then-time-out", 2, "an error with an empty hash after its send timed out"],
+      ["pending-without-hash", 3, "settlement_pending without a hash"]
+    ] as const) {
+      it.effect(`a facilitator that answers ${what} is payment_pending, not a refusal: the transfer mined later pays the retry, once`, () =>
+        Effect.gen(function* () {
+          const payer = yield* payerAddress(i)
+          const payload = yield* signed(i)
+          const requestId = randomUUID()
+          yield* chainDo((c) => c.pauseMining())
+          yield* facilitatorMode(mode)
+          const pending = yield* Effect.flip(reserveAndCommit(payload, requestId)).pipe(Effect.ensuring(facilitatorMode("normal")))
+          // Its transfer is in the mempool: "nothing was charged, sign a new payment" would be a lie.
+          expect(pending).toMatchObject({ _tag: "ServiceUnavailable", error: { code: "payment_pending", request_id: requestId } })
+          expect(yield* chainDo((c) => c.pendingTransactions())).toBe(1)
+          yield* chainDo((c) => c.resumeMining())
+          const settled = yield* retry(payload, requestId)
+          const transfers = yield* transfersFrom(payer)
+          expect(transfers).toEqual([{ transactionHash: receiptOf(settled.paymentResponse).transaction, value: PRICE }])
+        }))
+    }
 
     it.effect("a payment the facilitator refuses is a 402 with its reason", () =>
       Effect.gen(function* () {

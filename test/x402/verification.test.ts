@@ -106,6 +106,26 @@ describe("x402 verification before any work", () => {
         /not an x402 payment payload|version 1 is not supported/
       ))
 
+    it.effect("an authorization that names another wallet than its signer is refused before that wallet is trusted", () =>
+      Effect.gen(function* () {
+        const chain = yield* Chain
+        const x402 = yield* X402Funding
+        const good = yield* sign(payer0)
+        const victim = chain.accounts.payers[1]!.address
+        const forged: PaymentPayload = {
+          ...good,
+          payload: { ...good.payload, authorization: { ...(good.payload["authorization"] as object), from: victim } }
+        }
+        // identify alone refuses it: the victim's wallet never becomes an idempotency scope or a limits subject.
+        const { error, headers } = yield* refusal(x402.identify(header(forged)))
+        expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" } })
+        expect((error as { error: { message: string } }).error.message).toMatch(/invalid_exact_evm_signature/)
+        expect(decodeChallengeHeader(headers)?.accepts).toHaveLength(1)
+        // The genuine one is identified as its signer's.
+        const method = yield* x402.identify(header(good))
+        expect(method.payer.id).toBe(`wallet:${chain.accounts.payers[0]!.address.toLowerCase()}`)
+      }))
+
     it.effect("a refused authorization is not recorded: the payer may fix nothing and try the valid one next", () =>
       Effect.gen(function* () {
         const chain = yield* Chain

@@ -1,0 +1,205 @@
+import { randomUUID } from "node:crypto"
+import { decodePaymentResponseHeader } from "@x402/core/http"
+import type { PaymentPayload } from "@x402/core/types"
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
+import { Context, Effect, Layer, Option, Ref } from "effect"
+import { type Address, createWalletClient, http } from "viem"
+import { paymentChain } from "../../src/x402/EvmChain.ts"
+import { decodePayment } from "../../src/x402/protocol.ts"
+import { PaymentResolutions, type ReconcilePass, X402Reconciler } from "../../src/x402/Reconciler.ts"
+import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
+import { Chain } from "../support/chain.ts"
+import { challenge, X402Test } from "./layer.ts"
+import { authorizationOf, header, signPayment } from "./payer.ts"
+import { type RpcProxy, startRpcProxy } from "./rpcProxy.ts"
+import { transferCalldata } from "../../src/x402/Settlement.ts"
+
+const PRICE = 10_000n
+
+const signed = (i: number) =>
+  Effect.gen(function* () {
+    const chain = yield* Chain
+    const terms = yield* challenge
+    return yield* Effect.promise(() => signPayment(chain.accounts.payers[i]!, terms))
+  })
+
+const payerAddress = (i: number) => Effect.map(Chain, (chain) => chain.accounts.payers[i]!.address)
+
+const transfersFrom = (from: Address) =>
+  Effect.flatMap(Chain, (chain) => Effect.promise(() => chain.transfers(from, chain.accounts.payTo.address)))
+
+const chainDo = (f: (chain: Chain["Type"]) => Promise<unknown>) => Effect.flatMap(Chain, (chain) => Effect.promise(() => f(chain)))
+
+const authorizationUsed = (payload: PaymentPayload) =>
+  Effect.flatMap(Chain, (chain) => {
+    const { from, nonce } = authorizationOf(payload)
+    return Effect.promise(() => chain.authorizationUsed(from, nonce))
+  })
+
+const receiptOf = (paymentResponse: Option.Option<string>) => decodePaymentResponseHeader(Option.getOrThrow(paymentResponse))
+
+/** The analysis request waits on its payment (its result saved), as the pipeline records it before committing. */
+const awaitingPayment = (requestId: string, payer: Address) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => {
+    const at = new Date()
+    return sql`
+      INSERT INTO analysis_requests (request_id, payer, idempotency_key, input_fingerprint, funding, status, lease_until, created_at)
+      VALUES (${requestId}, ${`wallet:${payer.toLowerCase()}`}, ${randomUUID()}, 'fingerprint', 'x402', 'payment_pending', ${at}, ${at})`
+  }).pipe(Effect.orDie)
+
+/** The instance claimed the authorization and saved the result, then vanished before submitting the payment. */
+const claimedThenCrashed = (payload: PaymentPayload, requestId: string, payer: Address) =>
+  Effect.gen(function* () {
+    const x402 = yield* X402Funding
+    const method = yield* x402.identify(header(payload))
+    yield* method.reserve(requestId)
+    yield* awaitingPayment(requestId, payer)
+  })
+
+const retry = (payload: PaymentPayload, requestId: string) =>
+  Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(header(payload)), (m) => m.resume(requestId)))
+
+const reserveAndCommit = (payload: PaymentPayload, requestId: string) =>
+  Effect.gen(function* () {
+    const x402 = yield* X402Funding
+    const method = yield* x402.identify(header(payload))
+    const reservation = yield* method.reserve(requestId)
+    return yield* reservation.commit
+  })
+
+const resolved = Ref.unsafeMake<ReadonlyArray<string>>([])
+const Resolutions = Layer.succeed(PaymentResolutions, {
+  settled: (requestId) => Ref.update(resolved, (all) => [...all, `settled:${requestId}`]),
+  failed: (requestId) => Ref.update(resolved, (all) => [...all, `failed:${requestId}`])
+})
+
+// Passes run only when a test asks; every payment is due at once.
+const manual = { interval: "1 hour", minAge: "0 millis" } as const
+
+describe("x402 payments left pending are recovered", () => {
+  layer(X402Test({ reconciler: manual, resolutions: Resolutions, payers: 6 }), { excludeTestServices: true })("recovery", (it) => {
+    it.effect("a payment claimed but never submitted (crash, or chain down at submission) is submitted by the reconciler", () =>
+      Effect.gen(function* () {
+        const reconciler = yield* X402Reconciler
+        const payer = yield* payerAddress(0)
+        const payload = yield* signed(0)
+        const requestId = randomUUID()
+        yield* claimedThenCrashed(payload, requestId, payer)
+        // The first pass submits it, a later one finds it mined.
+        const submitted = yield* reconciler.runOnce
+        expect(submitted).toMatchObject({ examined: 1, failed: [] })
+        const pass = submitted.settled.length > 0 ? submitted : yield* reconciler.runOnce
+        expect(pass.settled.map((s) => s.requestId)).toEqual([requestId])
+        expect(yield* Ref.get(resolved)).toContain(`settled:${requestId}`)
+        const transfers = yield* transfersFrom(payer)
+        expect(transfers).toEqual([{ transactionHash: receiptOf(Option.some(pass.settled[0]!.paymentResponse)).transaction, value: PRICE }])
+        // The client's late retry gets the same receipt; nothing moves again.
+        const late = yield* retry(payload, requestId)
+        expect(late.paymentResponse).toEqual(Option.some(pass.settled[0]!.paymentResponse))
+        expect(yield* transfersFrom(payer)).toHaveLength(1)
+      }))
+
+    it.effect("a retry carrying another authorization of the same wallet settles the recorded one, from its stored signature", () =>
+      Effect.gen(function* () {
+        const payer = yield* payerAddress(1)
+        const recorded = yield* signed(1)
+        const requestId = randomUUID()
+        yield* claimedThenCrashed(recorded, requestId, payer)
+        const another = yield* signed(1)
+        const settled = yield* retry(another, requestId)
+        expect(receiptOf(settled.paymentResponse)).toMatchObject({ success: true })
+        expect(yield* authorizationUsed(recorded)).toBe(true)
+        expect(yield* authorizationUsed(another)).toBe(false)
+        expect(yield* transfersFrom(payer)).toHaveLength(1)
+      }))
+
+    it.effect("two instances' reconcilers never work the same payment at once", () =>
+      Effect.gen(function* () {
+        const mine = yield* X402Reconciler
+        // A second instance: its own x402 services and reconciler on the same database and chain.
+        const theirs = Context.get(yield* Layer.build(Layer.fresh(X402Layer(manual))), X402Reconciler)
+        const payers = [2, 3, 4]
+        yield* chainDo((c) => c.pauseMining())
+        const requestIds = yield* Effect.forEach(
+          payers,
+          (i) =>
+            Effect.gen(function* () {
+              const requestId = randomUUID()
+              const pending = yield* Effect.flip(reserveAndCommit(yield* signed(i), requestId))
+              expect(pending).toMatchObject({ error: { code: "payment_pending" } })
+              return requestId
+            }),
+          { concurrency: "unbounded" }
+        )
+        const passes: ReadonlyArray<ReconcilePass> = yield* Effect.all([mine.runOnce, theirs.runOnce, mine.runOnce, theirs.runOnce], {
+          concurrency: "unbounded"
+        })
+        expect(passes.reduce((n, p) => n + p.examined, 0)).toBe(requestIds.length)
+        yield* chainDo((c) => c.resumeMining())
+        const settled = yield* Effect.all([mine.runOnce, theirs.runOnce], { concurrency: "unbounded" })
+        expect(settled.flatMap((p) => p.settled.map((s) => s.requestId)).sort()).toEqual([...requestIds].sort())
+        for (const i of payers) expect(yield* transfersFrom(yield* payerAddress(i))).toHaveLength(1)
+      }).pipe(Effect.scoped))
+
+    // Last: it moves the chain's clock an hour ahead.
+    it.effect("a claimed payment whose authorization expired unsent is failed by the reconciler: nothing moves, the retry is a 402", () =>
+      Effect.gen(function* () {
+        const reconciler = yield* X402Reconciler
+        const payer = yield* payerAddress(5)
+        const payload = yield* signed(5)
+        const requestId = randomUUID()
+        yield* claimedThenCrashed(payload, requestId, payer)
+        yield* chainDo((c) => c.advanceTime(3600))
+        yield* chainDo((c) => c.mine())
+        const pass = yield* reconciler.runOnce
+        expect(pass.failed.map((f) => f.requestId)).toEqual([requestId])
+        expect(yield* Ref.get(resolved)).toContain(`failed:${requestId}`)
+        expect(yield* transfersFrom(payer)).toEqual([])
+        expect(yield* Effect.flip(retry(payload, requestId))).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" } })
+      }))
+  })
+
+  // The server's RPC goes through a counting proxy, so a test sees how far back it searches the chain's logs.
+  let rpcOfLayer: RpcProxy | undefined
+  const getLogsCalls = Effect.sync(() => rpcOfLayer?.calls("eth_getLogs") ?? 0)
+
+  layer(
+    X402Test({
+      env: (chain) =>
+        Effect.map(startRpcProxy(chain.rpcUrl), (proxy) => {
+          rpcOfLayer = proxy
+          return { X402_RPC_URL: proxy.url }
+        })
+    }),
+    { excludeTestServices: true }
+  )("a long chain", (it) => {
+    it.effect("a payer who spends the authorization themselves after the claim is served; the search for it starts at the claim, not at genesis", () =>
+      Effect.gen(function* () {
+        const chain = yield* Chain
+        // Tens of thousands of blocks before the claim, as on Base: a search from genesis would take several log windows.
+        yield* Effect.promise(() =>
+          fetch(chain.rpcUrl, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "hardhat_mine", params: ["0x7530", "0x0"] })
+          })
+        )
+        const payer = yield* payerAddress(0)
+        const payload = yield* signed(0)
+        const x402 = yield* X402Funding
+        const reservation = yield* Effect.flatMap(x402.identify(header(payload)), (m) => m.reserve(randomUUID()))
+        // The payer front-runs the settlement with the same authorization (any account may submit it).
+        const { authorization, signature } = Option.getOrThrow(Option.getRight(decodePayment(header(payload))))
+        const sender = createWalletClient({ account: chain.accounts.deployer, chain: paymentChain(chain.rpcUrl), transport: http(chain.rpcUrl) })
+        const own = yield* Effect.promise(() => sender.sendTransaction({ to: chain.token, data: transferCalldata(authorization, signature) }))
+        yield* Effect.promise(() => chain.publicClient.waitForTransactionReceipt({ hash: own }))
+        const before = yield* getLogsCalls
+        // It still pays us: the analysis is served with a receipt naming the payer's own transaction.
+        const settled = yield* reservation.commit
+        expect(receiptOf(settled.paymentResponse)).toMatchObject({ success: true, transaction: own })
+        expect(yield* transfersFrom(payer)).toEqual([{ transactionHash: own, value: PRICE }])
+        expect((yield* getLogsCalls) - before).toBeLessThanOrEqual(2)
+      }))
+  })
+})
