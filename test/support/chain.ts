@@ -1,6 +1,6 @@
 /** A real local EVM chain for tests: hardhat's in-process EDR (chain id 8453) behind a 127.0.0.1 JSON-RPC endpoint, with a FiatTokenV2-like test USDC. */
 import { readFileSync } from "node:fs"
-import { createServer, type IncomingMessage, type Server } from "node:http"
+import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
 import { Context, Effect, Layer } from "effect"
@@ -19,6 +19,7 @@ import {
 } from "viem"
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { createPaymentClient, type PaymentClient, paymentChain } from "../../src/x402/EvmChain.ts"
+import { readBody } from "./http.ts"
 
 export const CHAIN_ID = 8453
 export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11"
@@ -136,13 +137,6 @@ interface Eip1193 {
   request(args: { method: string; params?: ReadonlyArray<unknown> }): Promise<unknown>
 }
 
-const readBody = (req: IncomingMessage) =>
-  new Promise<string>((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
-    req.on("error", reject)
-  })
 
 const errorOf = (e: unknown) => {
   const obj = typeof e === "object" && e !== null ? (e as { code?: unknown; message?: unknown; data?: unknown }) : {}

@@ -1,6 +1,7 @@
 /** A small OpenAI-compatible Chat Completions server on 127.0.0.1 for tests: scripted replies in, recorded requests out. */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http"
 import { Effect, type Scope } from "effect"
+import { readBody } from "./http.ts"
 
 /**
  * One scripted reply to one `POST …/chat/completions`. Build them with `Reply.*`. Every reply may wait
@@ -142,13 +143,6 @@ const userParts = (body: unknown): { text: string; imageUrls: Array<string> } =>
   return { text: texts.join("\n"), imageUrls }
 }
 
-const readBody = (req: IncomingMessage): Promise<string> =>
-  new Promise((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (chunk: Buffer) => chunks.push(chunk))
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
-    req.on("error", reject)
-  })
 
 const sendJson = (res: ServerResponse, status: number, body: unknown) => {
   const text = JSON.stringify(body)

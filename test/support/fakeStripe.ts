@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import Stripe from "stripe"
+import { readBody } from "./http.ts"
 
 type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
 type Form = { [key: string]: Form | string }
@@ -259,9 +260,7 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}) => {
   }
 
   const server = createServer((req, res) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => handle(req, res, Buffer.concat(chunks).toString("utf8")))
+    void readBody(req).then((body) => handle(req, res, body))
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const port = (server.address() as AddressInfo).port

@@ -1,4 +1,5 @@
-/** Small fetch helpers for black-box tests against a running server. */
+/** Small HTTP helpers for tests: fetch against a running server, and reading a request body in a fake server. */
+import type { IncomingMessage } from "node:http"
 
 export interface Answer {
   readonly status: number
@@ -32,3 +33,12 @@ export const errorCode = (answer: Answer): unknown =>
   isRecord(answer.body) && isRecord(answer.body["error"]) ? answer.body["error"]["code"] : undefined
 
 export const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
+
+/** The whole body of a request received by one of our fake servers, as text. */
+export const readBody = (req: IncomingMessage): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (chunk: Buffer) => chunks.push(chunk))
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
+    req.on("error", reject)
+  })

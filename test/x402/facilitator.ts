@@ -1,5 +1,5 @@
 /** A real x402 facilitator on 127.0.0.1 for tests: the official x402Facilitator with the exact-EVM scheme, settling on the local chain. */
-import { createServer, type IncomingMessage } from "node:http"
+import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { x402Facilitator } from "@x402/core/facilitator"
 import { toFacilitatorEvmSigner } from "@x402/evm"
@@ -9,14 +9,8 @@ import { createWalletClient, http, publicActions } from "viem"
 import { paymentChain } from "../../src/x402/EvmChain.ts"
 import { NETWORK } from "../../src/x402/protocol.ts"
 import type { LocalChain } from "../support/chain.ts"
+import { readBody as body } from "../support/http.ts"
 
-const body = (req: IncomingMessage) =>
-  new Promise<string>((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
-    req.on("error", reject)
-  })
 
 /**
  * How /settle misbehaves: `send-then-time-out` broadcasts the transfer, then its RPC "times out" (the facilitator

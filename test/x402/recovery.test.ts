@@ -10,26 +10,14 @@ import { decodePayment } from "../../src/x402/protocol.ts"
 import { PaymentResolutions, type ReconcilePass, X402Reconciler } from "../../src/x402/Reconciler.ts"
 import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
-import { challenge, X402Test } from "./layer.ts"
-import { authorizationOf, header, signPayment } from "./payer.ts"
+import { X402Test } from "./layer.ts"
+import { authorizationOf, header } from "./payer.ts"
 import { type RpcProxy, startRpcProxy } from "./rpcProxy.ts"
 import { transferCalldata } from "../../src/x402/Settlement.ts"
+import { chainDo, payerAddress, signed, transfersFrom } from "./chainSteps.ts"
 
 const PRICE = 10_000n
 
-const signed = (i: number) =>
-  Effect.gen(function* () {
-    const chain = yield* Chain
-    const terms = yield* challenge
-    return yield* Effect.promise(() => signPayment(chain.accounts.payers[i]!, terms))
-  })
-
-const payerAddress = (i: number) => Effect.map(Chain, (chain) => chain.accounts.payers[i]!.address)
-
-const transfersFrom = (from: Address) =>
-  Effect.flatMap(Chain, (chain) => Effect.promise(() => chain.transfers(from, chain.accounts.payTo.address)))
-
-const chainDo = (f: (chain: Chain["Type"]) => Promise<unknown>) => Effect.flatMap(Chain, (chain) => Effect.promise(() => f(chain)))
 
 const authorizationUsed = (payload: PaymentPayload) =>
   Effect.flatMap(Chain, (chain) => {

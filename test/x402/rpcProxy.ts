@@ -1,15 +1,9 @@
 /** A JSON-RPC pass-through on 127.0.0.1 in front of the local chain that counts the calls of each method. */
-import { createServer, type IncomingMessage } from "node:http"
+import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
+import { readBody as body } from "../support/http.ts"
 
-const body = (req: IncomingMessage) =>
-  new Promise<string>((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
-    req.on("error", reject)
-  })
 
 export interface RpcProxy {
   readonly url: string

@@ -3,32 +3,17 @@ import { decodePaymentResponseHeader } from "@x402/core/http"
 import type { PaymentPayload } from "@x402/core/types"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option, PubSub, Queue, Ref } from "effect"
-import { type Address, getAddress } from "viem"
+import { getAddress } from "viem"
 import { PaymentResolutions, X402Reconciler } from "../../src/x402/Reconciler.ts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
 import { type FacilitatorMode, startFacilitator, type TestFacilitator } from "./facilitator.ts"
 import { challenge, refusal, X402Test } from "./layer.ts"
 import { header, signPayment } from "./payer.ts"
+import { balance, chainDo, payerAddress, signed, transfersFrom } from "./chainSteps.ts"
 
 const PRICE = 10_000n
 
-/** A fresh payment signed by payer `i` for the server's current challenge. */
-const signed = (i: number) =>
-  Effect.gen(function* () {
-    const chain = yield* Chain
-    const terms = yield* challenge
-    return yield* Effect.promise(() => signPayment(chain.accounts.payers[i]!, terms))
-  })
-
-const payerAddress = (i: number) => Effect.map(Chain, (chain) => chain.accounts.payers[i]!.address)
-
-const transfersFrom = (from: Address) =>
-  Effect.flatMap(Chain, (chain) => Effect.promise(() => chain.transfers(from, chain.accounts.payTo.address)))
-
-const balance = (address: Address) => Effect.flatMap(Chain, (chain) => Effect.promise(() => chain.balanceOf(address)))
-
-const chainDo = (f: (chain: Chain["Type"]) => Promise<unknown>) => Effect.flatMap(Chain, (chain) => Effect.promise(() => f(chain)))
 
 /** What a client retrying the same request does: send the same PAYMENT-SIGNATURE again, which resumes the payment. */
 const retry = (payload: PaymentPayload, requestId: string) =>
