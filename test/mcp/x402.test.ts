@@ -14,7 +14,7 @@ import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
 import { x402Env } from "../x402/layer.ts"
-import { signPayment, withBrokenSignature } from "../x402/payer.ts"
+import { challengeOf, signPayment, withBrokenSignature } from "../x402/payer.ts"
 import { analyzeFood, balanceOf, connect, fakeStripe, firstText, keyWith, toolErrorCode } from "./support.ts"
 
 const PRICE = 10_000n
@@ -49,7 +49,8 @@ const challengeFor = (idempotencyKey: string) =>
     const mcp = yield* anonymous
     const unpaid = yield* analyzeFood(mcp, { ...image, idempotency_key: idempotencyKey })
     expect(unpaid.isError).toBe(true)
-    return unpaid.structuredContent as unknown as X402PaymentRequired
+    // Read back through the official decoder, which also checks the shape.
+    return challengeOf(Buffer.from(JSON.stringify(unpaid.structuredContent)).toString("base64"))
   })
 
 const transfersFrom = (i: number) =>
