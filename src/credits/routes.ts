@@ -18,6 +18,13 @@ const idOf = (ref: string | { readonly id: string } | null): string | null => (r
  */
 export const applyEvent = (checkout: Checkout, event: Stripe.Event) =>
   Effect.gen(function* () {
+    /** A refund or dispute of a payment reverses its order, found through the payment intent or metadata. */
+    const reverse = (
+      object: { readonly payment_intent: string | { readonly id: string } | null; readonly metadata: Stripe.Metadata | null },
+      reason: "refund" | "dispute"
+    ) =>
+      checkout.reverseForPayment({ paymentIntentId: idOf(object.payment_intent), metadata: object.metadata ?? {}, reason, eventId: event.id })
+
     switch (event.type) {
       case "checkout.session.completed": {
         const session = event.data.object
@@ -33,35 +40,13 @@ export const applyEvent = (checkout: Checkout, event: Stripe.Event) =>
         const ended = yield* checkout.sessionEnded(event.data.object.id, event.data.object.client_reference_id)
         return ended ? "order_ended" : "unknown_order"
       }
-      case "charge.refunded": {
-        const charge = event.data.object
-        return yield* checkout.reverseForPayment({
-          paymentIntentId: idOf(charge.payment_intent),
-          metadata: charge.metadata ?? {},
-          reason: "refund",
-          eventId: event.id
-        })
-      }
+      case "charge.refunded":
+        return yield* reverse(event.data.object, "refund")
       case "refund.created":
-      case "refund.updated": {
-        const refund = event.data.object
-        if (!refundTakesEffect(refund.status)) return "ignored"
-        return yield* checkout.reverseForPayment({
-          paymentIntentId: idOf(refund.payment_intent),
-          metadata: refund.metadata ?? {},
-          reason: "refund",
-          eventId: event.id
-        })
-      }
-      case "charge.dispute.created": {
-        const dispute = event.data.object
-        return yield* checkout.reverseForPayment({
-          paymentIntentId: idOf(dispute.payment_intent),
-          metadata: dispute.metadata ?? {},
-          reason: "dispute",
-          eventId: event.id
-        })
-      }
+      case "refund.updated":
+        return refundTakesEffect(event.data.object.status) ? yield* reverse(event.data.object, "refund") : "ignored"
+      case "charge.dispute.created":
+        return yield* reverse(event.data.object, "dispute")
       default:
         return "ignored"
     }

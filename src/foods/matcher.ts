@@ -336,7 +336,8 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
   const weighedWords = [...prepared.words].filter((w) => !NEUTRAL.has(w)).map((w) => [w, index.idf.get(w) ?? 0] as const)
   // Keep only the best few while scanning: no sort and no allocation per candidate.
   const best: Array<{ readonly food: IndexedFood; readonly score: number }> = []
-  const assess = (food: IndexedFood) => {
+  /** Weight of the query's terms the record holds (any alternative of a term counts once). */
+  const matchedWeight = (food: IndexedFood) => {
     let matched = 0
     for (const term of prepared.content) {
       for (const w of term.alternatives) {
@@ -346,6 +347,10 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
         }
       }
     }
+    return matched
+  }
+  const assess = (food: IndexedFood) => {
+    const matched = matchedWeight(food)
     const coverage = matched / prepared.totalWeight
     let explained = 0
     let headExplained = 0
@@ -372,16 +377,7 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
     if (food.babyFood && !prepared.wantsBabyFood) continue
     // Cheap checks first: a record too far from the guess, or sharing too few words, can never be trusted.
     if (energyDistance(food.record.per100g.kcal, query.guessPer100g.kcal) > MAX_ENERGY_DISTANCE) continue
-    let matched = 0
-    for (const term of prepared.content) {
-      for (const w of term.alternatives) {
-        if (food.tokens.has(w)) {
-          matched += term.weight
-          break
-        }
-      }
-    }
-    if (matched < MIN_COVERAGE * prepared.totalWeight) continue
+    if (matchedWeight(food) < MIN_COVERAGE * prepared.totalWeight) continue
     const { score } = assess(food)
     if (best.length === limit && score <= best[limit - 1]!.score) continue
     let at = best.length
