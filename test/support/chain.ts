@@ -19,7 +19,7 @@ import {
 } from "viem"
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { createPaymentClient, type PaymentClient, paymentChain } from "../../src/x402/EvmChain.ts"
-import { readBody } from "./http.ts"
+import { closeServer, readBody } from "./http.ts"
 
 export const CHAIN_ID = 8453
 export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11"
@@ -262,9 +262,7 @@ export const startChain = async (options: { readonly payers?: number } = {}): Pr
       return Array.isArray(txs) ? txs.length : 0
     },
     close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
-      server.closeAllConnections()
-      await closed
+      await closeServer(server)
       await connection.close()
     }
   }

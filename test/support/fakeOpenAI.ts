@@ -1,7 +1,7 @@
 /** A small OpenAI-compatible Chat Completions server on 127.0.0.1 for tests: scripted replies in, recorded requests out. */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http"
 import { Effect, type Scope } from "effect"
-import { readBody } from "./http.ts"
+import { closeServer, readBody } from "./http.ts"
 
 /**
  * One scripted reply to one `POST …/chat/completions`. Build them with `Reply.*`. Every reply may wait
@@ -304,12 +304,10 @@ export const startFakeOpenAI = (): Effect.Effect<FakeOpenAI, never, Scope.Scope>
         resume(
           Effect.succeed({
             fake: fakeOf(port),
-            stop: () =>
-              new Promise<void>((done) => {
-                for (const timer of timers) clearTimeout(timer)
-                server.close(() => done())
-                server.closeAllConnections()
-              })
+            stop: () => {
+              for (const timer of timers) clearTimeout(timer)
+              return closeServer(server)
+            }
           })
         )
       })

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import Stripe from "stripe"
-import { readBody } from "./http.ts"
+import { closeServer, readBody } from "./http.ts"
 
 type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
 type Form = { [key: string]: Form | string }
@@ -416,11 +416,7 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}) => {
       })
       return { status: response.status, body: await response.text() }
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      })
+    close: () => closeServer(server)
   }
 }
 

@@ -1,5 +1,5 @@
 /** Small HTTP helpers for tests: fetch against a running server, and reading a request body in a fake server. */
-import type { IncomingMessage } from "node:http"
+import type { IncomingMessage, Server } from "node:http"
 
 export interface Answer {
   readonly status: number
@@ -41,4 +41,11 @@ export const readBody = (req: IncomingMessage): Promise<string> =>
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
     req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
     req.on("error", reject)
+  })
+
+/** Stops a fake server at once, keep-alive connections included. */
+export const closeServer = (server: Server): Promise<void> =>
+  new Promise((resolve) => {
+    server.close(() => resolve())
+    server.closeAllConnections()
   })

@@ -1,9 +1,11 @@
-/** Steps the x402 tests take on the local chain: sign a payment, read transfers and balances. */
+/** Steps the x402 tests take on the local chain: sign, pay and retry a payment, read transfers and balances. */
+import type { PaymentPayload } from "@x402/core/types"
 import { Effect } from "effect"
 import type { Address } from "viem"
+import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
 import { challenge } from "./layer.ts"
-import { signPayment } from "./payer.ts"
+import { header, signPayment } from "./payer.ts"
 
 /** A fresh payment signed by payer `i` for the server's current challenge. */
 export const signed = (i: number) =>
@@ -21,3 +23,15 @@ export const transfersFrom = (from: Address) =>
 export const balance = (address: Address) => Effect.flatMap(Chain, (chain) => Effect.promise(() => chain.balanceOf(address)))
 
 export const chainDo = (f: (chain: Chain["Type"]) => Promise<unknown>) => Effect.flatMap(Chain, (chain) => Effect.promise(() => f(chain)))
+
+/** What a client retrying the same request does: send the same PAYMENT-SIGNATURE again, which resumes the payment. */
+export const retry = (payload: PaymentPayload, requestId: string) =>
+  Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(header(payload)), (m) => m.resume(requestId)))
+
+export const reserveAndCommit = (payload: PaymentPayload, requestId: string) =>
+  Effect.gen(function* () {
+    const x402 = yield* X402Funding
+    const method = yield* x402.identify(header(payload))
+    const reservation = yield* method.reserve(requestId)
+    return yield* reservation.commit
+  })

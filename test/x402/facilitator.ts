@@ -9,7 +9,7 @@ import { createWalletClient, http, publicActions } from "viem"
 import { paymentChain } from "../../src/x402/EvmChain.ts"
 import { NETWORK } from "../../src/x402/protocol.ts"
 import type { LocalChain } from "../support/chain.ts"
-import { readBody as body } from "../support/http.ts"
+import { closeServer, readBody as body } from "../support/http.ts"
 
 
 /**
@@ -85,12 +85,5 @@ export const startFacilitator = (chain: LocalChain, confirmationTimeoutMs: numbe
         }
       }
     }),
-    ({ server }) =>
-      Effect.promise(
-        () =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve())
-            server.closeAllConnections()
-          })
-      )
+    ({ server }) => Effect.promise(() => closeServer(server))
   ).pipe(Effect.map(({ url, settleCalls, setMode }): TestFacilitator => ({ url, settleCalls, setMode })))

@@ -14,7 +14,7 @@ import { X402Test } from "./layer.ts"
 import { authorizationOf, header } from "./payer.ts"
 import { type RpcProxy, startRpcProxy } from "./rpcProxy.ts"
 import { transferCalldata } from "../../src/x402/Settlement.ts"
-import { chainDo, payerAddress, signed, transfersFrom } from "./chainSteps.ts"
+import { chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
 
 const PRICE = 10_000n
 
@@ -45,16 +45,6 @@ const claimedThenCrashed = (payload: PaymentPayload, requestId: string, payer: A
     yield* awaitingPayment(requestId, payer)
   })
 
-const retry = (payload: PaymentPayload, requestId: string) =>
-  Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(header(payload)), (m) => m.resume(requestId)))
-
-const reserveAndCommit = (payload: PaymentPayload, requestId: string) =>
-  Effect.gen(function* () {
-    const x402 = yield* X402Funding
-    const method = yield* x402.identify(header(payload))
-    const reservation = yield* method.reserve(requestId)
-    return yield* reservation.commit
-  })
 
 const resolved = Ref.unsafeMake<ReadonlyArray<string>>([])
 const Resolutions = Layer.succeed(PaymentResolutions, {

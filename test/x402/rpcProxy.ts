@@ -2,7 +2,7 @@
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
-import { readBody as body } from "../support/http.ts"
+import { closeServer, readBody as body } from "../support/http.ts"
 
 
 export interface RpcProxy {
@@ -35,12 +35,5 @@ export const startRpcProxy = (target: string) =>
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
       return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls: (method: string) => counts.get(method) ?? 0 }
     }),
-    ({ server }) =>
-      Effect.promise(
-        () =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve())
-            server.closeAllConnections()
-          })
-      )
+    ({ server }) => Effect.promise(() => closeServer(server))
   ).pipe(Effect.map(({ url, calls }): RpcProxy => ({ url, calls })))

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto"
 import { decodePaymentResponseHeader } from "@x402/core/http"
-import type { PaymentPayload } from "@x402/core/types"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option, PubSub, Queue, Ref } from "effect"
 import { getAddress } from "viem"
@@ -10,22 +9,11 @@ import { Chain } from "../support/chain.ts"
 import { type FacilitatorMode, startFacilitator, type TestFacilitator } from "./facilitator.ts"
 import { challenge, refusal, X402Test } from "./layer.ts"
 import { header, signPayment } from "./payer.ts"
-import { balance, chainDo, payerAddress, signed, transfersFrom } from "./chainSteps.ts"
+import { balance, chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
 
 const PRICE = 10_000n
 
 
-/** What a client retrying the same request does: send the same PAYMENT-SIGNATURE again, which resumes the payment. */
-const retry = (payload: PaymentPayload, requestId: string) =>
-  Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(header(payload)), (m) => m.resume(requestId)))
-
-const reserveAndCommit = (payload: PaymentPayload, requestId: string) =>
-  Effect.gen(function* () {
-    const x402 = yield* X402Funding
-    const method = yield* x402.identify(header(payload))
-    const reservation = yield* method.reserve(requestId)
-    return yield* reservation.commit
-  })
 
 const receiptOf = (paymentResponse: Option.Option<string>) => decodePaymentResponseHeader(Option.getOrThrow(paymentResponse))
 
