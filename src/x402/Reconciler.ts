@@ -68,8 +68,12 @@ export const ReconcilerLive = (options: ReconcilerOptions = {}) =>
         // Fixed for the pass: a payment touched during it is not due again before the next one.
         const before = new Date((yield* Clock.currentTimeMillis) - minAge)
         // Claims of failed attempts whose release failed would otherwise hold their authorizations for good.
-        const released = yield* store.releaseAbandoned(Option.none())
-        if (released.length > 0) yield* Effect.logInfo("x402 claims of failed attempts released", { count: released.length })
+        yield* store.releaseAbandoned(Option.none()).pipe(
+          Effect.tap((released) =>
+            released.length > 0 ? Effect.logInfo("x402 claims of failed attempts released", { count: released.length }) : Effect.void
+          ),
+          Effect.catchAll((e) => Effect.logWarning("releasing x402 claims of failed attempts failed", e.message))
+        )
         let examined = 0
         while (examined < batch) {
           const next = yield* takeNext(before)

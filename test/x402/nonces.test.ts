@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import type { PaymentPayload, PaymentRequired as X402PaymentRequired } from "@x402/core/types"
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Either, Layer, Option } from "effect"
-import { type Hex, parseGwei, toHex } from "viem"
+import { type Hex, keccak256, parseGwei, toHex } from "viem"
 import { AppConfig } from "../../src/config.ts"
 import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
 import { Chain, type LocalChain, startChain } from "../support/chain.ts"
@@ -49,6 +50,25 @@ describe("self-settlement nonces", () => {
         expect(yield* transfersFrom(yield* payerAddress(0))).toEqual([{ transactionHash: receiptOf(again.paymentResponse).transaction, value: PRICE }])
         expect(yield* settlerNonce(chain, "pending")).toBe(yield* settlerNonce(chain, "latest"))
       }))
+
+    it.effect("an instance that died holding the wallet, after recording a transaction it never sent, delays the next payment by its lease only", () =>
+      Effect.gen(function* () {
+        const chain = yield* Chain
+        const sql = yield* SqlClient.SqlClient
+        const settler = chain.accounts.settler.address.toLowerCase()
+        const nonce = yield* settlerNonce(chain, "pending")
+        yield* sql`
+          INSERT INTO x402_settlers (address, held_by, held_until) VALUES (${settler}, 'vanished', now() + interval '1 second')
+          ON CONFLICT (address) DO UPDATE SET held_by = 'vanished', held_until = now() + interval '1 second'`
+        yield* sql`
+          INSERT INTO x402_settler_transactions (address, nonce, tx_hash, signed_at)
+          VALUES (${settler}, ${nonce}, ${keccak256(toHex("never broadcast"))}, now())`
+        // Once the lease passes, the recorded but unsent nonce is a gap: the payment takes it and is mined at once.
+        const settled = yield* reserveAndCommit(yield* signed(3), randomUUID())
+        const transfers = yield* transfersFrom(yield* payerAddress(3))
+        expect(transfers).toEqual([{ transactionHash: receiptOf(settled.paymentResponse).transaction, value: PRICE }])
+        expect(yield* settlerNonce(chain, "latest")).toBe(nonce + 1)
+      }).pipe(Effect.orDie))
 
     it.effect("a transaction priced under the chain's base fee is replaced with higher fees at its nonce; one transfer", () =>
       Effect.gen(function* () {
