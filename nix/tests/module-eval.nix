@@ -259,7 +259,8 @@ in
       settings.DATABASE_URL = "postgres://morsel:hunter2@db.example.com/morsel";
     };
     databaseUrlWithLocalDatabase = eval { secretFiles.DATABASE_URL = "/run/secrets/morsel/database-url"; };
-    secretFileAsNixPath = eval { secretFiles.ADMIN_TOKEN = /run/secrets/morsel/admin; };
+    # A Nix path such as ./admin-token (any file next to the configuration) would be copied into the store.
+    secretFileAsNixPath = eval { secretFiles.ADMIN_TOKEN = ./stub-lib.nix; };
     secretFileInStore = eval { secretFiles.ADMIN_TOKEN = "${builtins.storeDir}/0000000000000000000000000000000b-admin-token"; };
     unknownOption = eval { listenPort = 80; };
   };
