@@ -16,10 +16,10 @@ import {
   challengeFailure,
   type DecodedPayment,
   decodePayment,
+  MAX_TIMEOUT_SECONDS,
   NETWORK,
   pendingResponse,
   receipt,
-  MAX_TIMEOUT_SECONDS,
   requirements,
   setPaymentResponse,
   setRetryAfter,
@@ -204,7 +204,7 @@ export const X402FundingLive = Layer.effect(
         }
         if (Option.isSome(holder)) {
           // This request already holds the authorization; past its submission the chain, not a new check, decides.
-          const held = yield* store.get(requestId).pipe(Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId)))
+          const held = yield* records(store.get(requestId))
           if (Option.isSome(held) && held.value.digest === digest && held.value.state !== "claimed") return reservationFor(requestId, payment)
         }
         // SPEC §1: externally owned wallets only. The head is read before verification: no spend the
