@@ -3,6 +3,7 @@ import { Context, Effect, Layer } from "effect"
 import { type Address, type Hex, keccak256, toHex } from "viem"
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { BASE_USDC } from "../../src/config.ts"
+import { ChainMemory } from "../../src/x402/ChainMemory.ts"
 import { MemoryChain, makeMemoryChain } from "../../src/x402/MemoryChain.ts"
 import { Chain } from "./chain.ts"
 
@@ -60,3 +61,6 @@ export class TestChain extends Context.Tag("test/TestChain")<TestChain, PaymentC
       })
     ).pipe(Layer.provideMerge(Layer.sync(MemoryChain, () => makeMemoryChain(BASE_USDC))))
 }
+
+/** The chain seam on the layer's MemoryChain, for a test server (`startServer({ chain })`). */
+export const memorySeam = Effect.map(MemoryChain, (chain) => ChainMemory.pipe(Layer.provide(Layer.succeed(MemoryChain, chain))))
