@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto"
 import { HttpLayerRouter } from "@effect/platform"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Either, Layer, Option } from "effect"
 import type { PrivateKeyAccount } from "viem/accounts"
 import { MemoryChain } from "../../src/x402/MemoryChain.ts"
 import { WalletsRoute } from "../../src/x402/WalletsRoute.ts"
@@ -63,6 +63,28 @@ describe("the memory chain", () => {
         const settled = yield* retry(payload, requestId)
         expect(decodePaymentResponseHeader(Option.getOrThrow(settled.paymentResponse))).toMatchObject({ success: true, transaction: tx })
         expect(yield* transfersOf(account)).toEqual([{ transactionHash: tx, value: 10_000n }])
+        expect(yield* chain.balanceOf(account.address)).toBe(100_000_000n - 10_000n)
+      }))
+
+    it.effect("20 concurrent attempts of one request, and the same authorization under 20 other requests: one transfer, one receipt", () =>
+      Effect.gen(function* () {
+        const chain = yield* MemoryChain
+        const account = yield* payerOf(3)
+        const payload = yield* sign(account)
+        const requestId = randomUUID()
+        const attempts = yield* Effect.all(
+          [
+            ...Array.from({ length: 20 }, () => Effect.either(reserveAndCommit(payload, requestId))),
+            ...Array.from({ length: 20 }, () => Effect.either(reserveAndCommit(payload, randomUUID())))
+          ],
+          { concurrency: "unbounded" }
+        )
+        const paid = attempts.filter(Either.isRight).map((a) => Option.getOrThrow(a.right.paymentResponse))
+        const refused = attempts.filter(Either.isLeft).map((a) => a.left)
+        for (const error of refused) expect(error).toMatchObject({ _tag: "Conflict", error: { code: "authorization_reused" } })
+        expect(new Set(paid).size).toBe(1)
+        const transfers = yield* transfersOf(account)
+        expect(transfers).toEqual([{ transactionHash: decodePaymentResponseHeader(paid[0]!).transaction, value: 10_000n }])
         expect(yield* chain.balanceOf(account.address)).toBe(100_000_000n - 10_000n)
       }))
 
