@@ -23,7 +23,7 @@ import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
 import { PaymentResolutions } from "./x402/Reconciler.ts"
-import { X402Funding, X402Layer } from "./x402/X402Funding.ts"
+import { type ChainServices, X402Funding, X402Layer } from "./x402/X402Funding.ts"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(MorselApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([HealthHttpLive, AnalysisHttpLive, CreditsApiLive])
@@ -59,8 +59,14 @@ const PaymentResolutionsLive = Layer.effect(
   )
 )
 
-/** The features' own services on PostgreSQL; needs AppConfig, SqlClient and RequestStore. */
-export const FeatureServices = Layer.merge(CreditsServicesLive, X402Layer().pipe(Layer.provide(PaymentResolutionsLive)))
+/**
+ * The features' own services on PostgreSQL, x402 on the given chain seam (the one the settings choose by default,
+ * `ChainMemory` for the sandbox and tests); needs AppConfig, SqlClient and RequestStore.
+ */
+export const FeatureServicesOn = <E = never, R = never>(chain?: Layer.Layer<ChainServices, E, R>) =>
+  Layer.merge(CreditsServicesLive, X402Layer({}, chain).pipe(Layer.provide(PaymentResolutionsLive)))
+
+export const FeatureServices = FeatureServicesOn()
 
 /** Card credits for a Bearer key, x402 for a PAYMENT-SIGNATURE. */
 export const FundingLive = FundingRouterLive(
@@ -84,13 +90,16 @@ export const FundingLive = FundingRouterLive(
 /** The outside dependencies as they run in production. */
 export const LiveDependencies = Layer.mergeAll(VisionModelLive, FoodDbLive, FundingLive, LimitsLive)
 
-/** Serves Routes with the analysis pipeline on the given dependencies; needs AppConfig, the database and an HTTP server. */
-export const serveWith = <E, R>(dependencies: Layer.Layer<Dependencies, E, R>) =>
+/**
+ * Serves Routes with the analysis pipeline on the given dependencies and chain seam (the settings' choice by
+ * default); needs AppConfig, the database and an HTTP server.
+ */
+export const serveWith = <E, R, EC = never, RC = never>(dependencies: Layer.Layer<Dependencies, E, R>, chain?: Layer.Layer<ChainServices, EC, RC>) =>
   Layer.merge(HttpLayerRouter.serve(Routes, { disableListenLog: true }), StaleAttemptSweeperLive).pipe(
     Layer.provide(AnalyzeRequestsLive),
     Layer.provide(AnalyzerLive),
     Layer.provide(dependencies),
-    Layer.provide(FeatureServices),
+    Layer.provide(FeatureServicesOn(chain)),
     Layer.provide(RequestStoreLive)
   )
 
