@@ -22,6 +22,8 @@ import { HealthHttpLive } from "./http/health.ts"
 import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
+import { MetricsRoutes } from "./observability/metrics.ts"
+import { TracingLive } from "./observability/tracing.ts"
 import { PaymentResolutions } from "./x402/Reconciler.ts"
 import { X402Funding, X402Layer } from "./x402/X402Funding.ts"
 
@@ -41,7 +43,7 @@ const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>
 )
 
 /** Every route behind the transport guard. */
-export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, NotFoundRoute).pipe(Layer.provide(TransportGuard))
+export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, MetricsRoutes, NotFoundRoute).pipe(Layer.provide(TransportGuard))
 
 /** The outside dependencies of the analysis, replaceable in tests. */
 export type Dependencies = VisionModel | FoodDb | Funding | Limits
@@ -91,7 +93,8 @@ export const serveWith = <E, R>(dependencies: Layer.Layer<Dependencies, E, R>) =
     Layer.provide(AnalyzerLive),
     Layer.provide(dependencies),
     Layer.provide(FeatureServices),
-    Layer.provide(RequestStoreLive)
+    Layer.provide(RequestStoreLive),
+    Layer.provide(TracingLive)
   )
 
 /** The production server: settings from the environment, the configured database, a real port. */
