@@ -163,7 +163,7 @@ const logLevel = Config.string("LOG_LEVEL").pipe(
   Config.mapOrFail((text) => {
     const level = LOG_LEVELS[text.trim().toLowerCase()]
     return level === undefined
-      ? Either.left(invalid("LOG_LEVEL", `"${text}" is not a log level (${Object.keys(LOG_LEVELS).join(", ")})`))
+      ? Either.left(ConfigError.InvalidData([], `"${text}" is not a log level (${Object.keys(LOG_LEVELS).join(", ")})`))
       : Either.right(level)
   }),
   Config.withDefault("info" as const)
@@ -178,7 +178,7 @@ const onOff = (name: string, fallback: boolean) =>
       const value = text.trim().toLowerCase()
       if (ON.has(value)) return Either.right(true)
       if (OFF.has(value)) return Either.right(false)
-      return Either.left(invalid(name, `${name} must be on or off, not "${text}"`))
+      return Either.left(ConfigError.InvalidData([], `must be on or off, not "${text}"`))
     }),
     Config.withDefault(fallback)
   )

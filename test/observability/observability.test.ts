@@ -78,7 +78,9 @@ const otlpReceiver = Effect.acquireRelease(
       if (req.url === "/v1/traces") Effect.runSync(Ref.update(bodies, (all) => [...all, body]))
       res.writeHead(200, { "content-type": "application/json" }).end("{}")
     })
-    yield* Effect.async<void>((resume) => server.listen(0, "127.0.0.1", () => resume(Effect.void)))
+    yield* Effect.async<void>((resume) => {
+      server.listen(0, "127.0.0.1", () => resume(Effect.void))
+    })
     const address = server.address()
     const port = typeof address === "object" && address !== null ? address.port : 0
     return { server, url: `http://127.0.0.1:${port}`, bodies }
