@@ -424,7 +424,8 @@ const reportFailures = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       ? Effect.void
       : Effect.gen(function* () {
           const line = describeFailure(cause)
-          if (line !== "") yield* Console.error(`morsel: ${line}${verbose ? "" : " (--verbose for details)"}`)
+          const known = Cause.squash(cause) instanceof CliFailure
+          if (line !== "") yield* Console.error(`morsel: ${line}${verbose || known ? "" : " (--verbose for details)"}`)
           if (verbose) yield* Console.error(Cause.pretty(cause))
           process.exitCode = 1
         })

@@ -1,8 +1,8 @@
 /** The one composition of the service: routes, middleware, features and infrastructure. */
 import { createServer } from "node:http"
-import { HttpApiScalar, HttpLayerRouter, HttpServerResponse } from "@effect/platform"
+import { HttpApiScalar, HttpLayerRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { AdminRoute } from "./admin/AdminRoute.ts"
 import { AnalyzerLive } from "./analysis/Analyzer.ts"
 import type { Funding } from "./analysis/Funding.ts"
@@ -22,6 +22,7 @@ import { HealthHttpLive } from "./http/health.ts"
 import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
+import { announce } from "./observability/banner.ts"
 import { MetricsRoutes } from "./observability/metrics.ts"
 import { TracingLive } from "./observability/tracing.ts"
 import { PaymentResolutions } from "./x402/Reconciler.ts"
@@ -101,9 +102,9 @@ export const serveWith = <E, R>(dependencies: Layer.Layer<Dependencies, E, R>) =
 export const ServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (settings) =>
     serveWith(LiveDependencies).pipe(
-      Layer.provide(NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })),
-      Layer.provide(Database.layer),
-      Layer.tap(() => Effect.logInfo(`morsel listening on http://${settings.host}:${settings.port}`))
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })),
+      Layer.provideMerge(Database.layer),
+      Layer.tap((context) => announce(settings, HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)).pipe(Effect.provide(context)))
     )
   )
 ).pipe(Layer.provide(AppConfig.layer))
