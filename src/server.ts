@@ -1,8 +1,8 @@
 /** The one composition of the service: routes, middleware, features and infrastructure. */
 import { createServer } from "node:http"
-import { HttpApiScalar, HttpLayerRouter, HttpServerResponse } from "@effect/platform"
+import { HttpApiScalar, HttpLayerRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { AdminRoute } from "./admin/AdminRoute.ts"
 import { AnalyzerLive } from "./analysis/Analyzer.ts"
 import type { Funding } from "./analysis/Funding.ts"
@@ -22,6 +22,9 @@ import { HealthHttpLive } from "./http/health.ts"
 import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
+import { announce } from "./observability/banner.ts"
+import { MetricsRoutes } from "./observability/metrics.ts"
+import { TracingLive } from "./observability/tracing.ts"
 import { PaymentResolutions } from "./x402/Reconciler.ts"
 import { type ChainServices, X402Funding, X402Layer } from "./x402/X402Funding.ts"
 
@@ -41,7 +44,7 @@ const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>
 )
 
 /** Every route behind the transport guard. */
-export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, NotFoundRoute).pipe(Layer.provide(TransportGuard))
+export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, MetricsRoutes, NotFoundRoute).pipe(Layer.provide(TransportGuard))
 
 /** The outside dependencies of the analysis, replaceable in tests. */
 export type Dependencies = VisionModel | FoodDb | Funding | Limits
@@ -100,16 +103,17 @@ export const serveWith = <E, R, EC = never, RC = never>(dependencies: Layer.Laye
     Layer.provide(AnalyzerLive),
     Layer.provide(dependencies),
     Layer.provide(FeatureServicesOn(chain)),
-    Layer.provide(RequestStoreLive)
+    Layer.provide(RequestStoreLive),
+    Layer.provide(TracingLive)
   )
 
 /** The production server: settings from the environment, the configured database, a real port. */
 export const ServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (settings) =>
     serveWith(LiveDependencies).pipe(
-      Layer.provide(NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })),
-      Layer.provide(Database.layer),
-      Layer.tap(() => Effect.logInfo(`morsel listening on http://${settings.host}:${settings.port}`))
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })),
+      Layer.provideMerge(Database.layer),
+      Layer.tap((context) => announce(settings, HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)).pipe(Effect.provide(context)))
     )
   )
 ).pipe(Layer.provide(AppConfig.layer))
