@@ -403,6 +403,7 @@ async function start() {
     e.currentTarget.textContent = shown ? "Show" : "Hide"
     e.currentTarget.setAttribute("aria-pressed", String(!shown))
   })
+  $("key-form").addEventListener("submit", (e) => { e.preventDefault(); saveKey(currentKey()); refreshBalance() })
   $("new-key").addEventListener("click", generateKey)
   $("buy").addEventListener("click", buyCredits)
   $("refresh-balance").addEventListener("click", refreshBalance)
