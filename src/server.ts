@@ -25,6 +25,7 @@ import { McpRoute } from "./mcp/McpRoute.ts"
 import { announce } from "./observability/banner.ts"
 import { MetricsRoutes } from "./observability/metrics.ts"
 import { TracingLive } from "./observability/tracing.ts"
+import { WebRoute } from "./web/WebRoute.ts"
 import { PaymentResolutions } from "./x402/Reconciler.ts"
 import { type ChainServices, X402Funding, X402Layer } from "./x402/X402Funding.ts"
 
@@ -44,7 +45,9 @@ const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>
 )
 
 /** Every route behind the transport guard. */
-export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, MetricsRoutes, NotFoundRoute).pipe(Layer.provide(TransportGuard))
+export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, WebRoute, MetricsRoutes, NotFoundRoute).pipe(
+  Layer.provide(TransportGuard)
+)
 
 /** The outside dependencies of the analysis, replaceable in tests. */
 export type Dependencies = VisionModel | FoodDb | Funding | Limits
