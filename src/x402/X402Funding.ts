@@ -318,7 +318,7 @@ export type ChainServices = Verifier | Settlement | EvmChain
  * The chain seam chosen by the settings: settlement through X402_FACILITATOR_URL when set, else self-settlement
  * with X402_SETTLER_PRIVATE_KEY; both read the chain over X402_RPC_URL.
  */
-export const ChainFromSettings: Layer.Layer<ChainServices, ConfigError.ConfigError, AppConfig | PaymentStore> = Layer.unwrapEffect(
+export const ChainFromSettings: Layer.Layer<ChainServices, ConfigError.ConfigError, AppConfig | PaymentStore | SqlClient.SqlClient> = Layer.unwrapEffect(
   Effect.gen(function* () {
     const settings = yield* AppConfig
     const route = Option.isSome(settings.x402.facilitatorUrl)
@@ -351,7 +351,8 @@ export const X402Layer = <E = never, R = never>(
     Effect.gen(function* () {
       const settings = yield* AppConfig
       if (Option.isNone(settings.x402.payTo)) return Layer.merge(Layer.succeed(X402Funding, disabled), ReconcilerDisabled)
-      const seam: Layer.Layer<ChainServices, ConfigError.ConfigError | E, AppConfig | PaymentStore | R> = chain ?? ChainFromSettings
+      const seam: Layer.Layer<ChainServices, ConfigError.ConfigError | E, AppConfig | PaymentStore | SqlClient.SqlClient | R> =
+        chain ?? ChainFromSettings
       const services = PaymentsLive.pipe(Layer.provideMerge(seam), Layer.provideMerge(PaymentStoreLive))
       return Layer.merge(X402FundingLive, ReconcilerLive({ minAge: settings.x402.confirmTimeoutMs, ...options })).pipe(
         Layer.provide(services)
