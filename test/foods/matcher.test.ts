@@ -107,8 +107,8 @@ describe.skipIf(!hasSr28)("matcher on the full SR28 set", () => {
   it("keeps the dish-energy error within 7 % and well below the guesses alone (±40 % perturbed)", async () => {
     const idx = await getIndex()
     const dishes = evaluateDishes((query) => matchIn(idx, query))
-    expect(dishes.matcher).toBeLessThanOrEqual(0.07)
-    expect(dishes.matcher).toBeLessThan(dishes.guessOnly * 0.7)
+    expect(dishes.matcher.kcal).toBeLessThanOrEqual(0.07)
+    expect(dishes.matcher.kcal).toBeLessThan(dishes.guessOnly.kcal * 0.7)
   })
 
   it("leaves an item unmatched when the guess disagrees strongly with every candidate", async () => {
