@@ -287,7 +287,7 @@ export const DEV_FOODS: ReadonlyArray<DevFood> = [
   f("vegetable lo mein", "36625", 121, [4.77, 20.16, 2.35]),
   f("egg rolls", "36601", 250, [8.28, 27.29, 11.94]),
   f("tuna salad", "15128", 187, [16.04, 9.41, 9.26]),
-  f("clam chowder", "06230", 61, [3.24, 7.46, 2.02]),
+  f("clam chowder", "27042", 79, [2.61, 8.28, 3.94]),
   f("chicken nuggets", "21229", 307, [15.92, 14.93, 20.36]),
   f("fish sticks", "15027", 277, [11.01, 21.66, 16.23]),
   f("chicken caesar wrap", null, 230, [13, 20, 11]),
