@@ -5,9 +5,9 @@ const KEYS = ["kcal", "protein_g", "carbs_g", "fat_g"] as const
 
 /**
  * Added to both sides before comparing, so that near-zero values (the fat of rice, the energy of tea) are not
- * judged by huge ratios of tiny numbers: 10 kcal, 2 g of a macronutrient.
+ * judged by huge ratios of tiny numbers: 10 kcal, 3 g of a macronutrient.
  */
-const SMOOTHING: Readonly<Record<(typeof KEYS)[number], number>> = { kcal: 10, protein_g: 2, carbs_g: 2, fat_g: 2 }
+const SMOOTHING: Readonly<Record<(typeof KEYS)[number], number>> = { kcal: 10, protein_g: 3, carbs_g: 3, fat_g: 3 }
 
 /**
  * The largest ratio between a record and the guess that can still be the same food, per nutrient. A model's

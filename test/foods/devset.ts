@@ -182,7 +182,7 @@ export const DEV_FOODS: ReadonlyArray<DevFood> = [
   f("cabbage", "11109", 25, [1.28, 5.8, 0.1]),
   f("kimchi", "11118", 15, [1.1, 2.4, 0.5]),
   f("sauerkraut", "11439", 19, [0.91, 4.28, 0.14]),
-  f("coleslaw", null, 150, [1.2, 12, 11]),
+  f("coleslaw", "36035", 159, [0.88, 12.35, 11.78]),
   f("tahini", "12166", 595, [17, 21.19, 53.76]),
   f("chorizo", "07019", 455, [24.1, 1.86, 38.27]),
   // Plural and prepared forms
