@@ -106,7 +106,7 @@ const ODD_PART =
   /\b(liver|giblets|gizzard|heart|kidneys|neck|feet|skin only|tongue|tripe|brain|lungs|spleen|pancreas|thymus|by-products|variety meats|meatless|mechanically separated|added solution|back|wing tip|snout|jowl|fat only)\b/
 
 /** A flavour the plain food does not have ("Snacks, popcorn, cheese-flavor", "tortilla chips, nacho cheese"). */
-const FLAVOUR = /\b([a-z]+)[- ]flavou?r|\b(nacho|ranch|sour cream)\b/
+const FLAVOUR = /\b([a-z]+)[- ]flavou?r|\b(nacho|ranch|sour cream|chocolate|strawberry)\b/
 
 const oddPartOf = (description: string): string | undefined => {
   const plain = description.replace(/\([^)]*\)/g, "")
@@ -123,6 +123,9 @@ const TYPICAL = [
   /^pork, fresh, loin, whole, separable lean only, cooked, roasted/,
   /^tomatoes, red, ripe, raw, year round average/,
   /^sugars, granulated/,
+  /^ice creams, vanilla$/,
+  /^soymilk, original and vanilla, unfortified/,
+  /^frozen yogurts, vanilla/,
   /^milk, whole, 3\.25% milkfat, with added vitamin d/,
   /^cheese, cottage, creamed, large or small curd/,
   /^beef, ground, 85% lean meat \/ 15% fat, patty, cooked, broiled/,
