@@ -40,10 +40,13 @@ export const energyDistance = (record: Nutrition, guess: Nutrition) => Math.abs(
 export const guessScore = (record: Nutrition, guess: Nutrition): number => {
   let sum = 0
   let excess = 0
+  let excessSquared = 0
   for (const key of KEYS) {
     const distance = Math.abs(Math.log(ratio(record, guess, key)))
+    const beyond = Math.max(0, distance - TOLERATED_DISTANCE)
     sum += distance
-    excess += Math.max(0, distance - TOLERATED_DISTANCE) ** 2
+    excess += beyond
+    excessSquared += beyond * beyond
   }
-  return -0.35 * (sum / KEYS.length) - 4 * excess
+  return -0.35 * (sum / KEYS.length) - 4 * excess - 4 * excessSquared
 }
