@@ -106,7 +106,7 @@ const ODD_PART =
   /\b(liver|giblets|gizzard|heart|kidneys|neck|feet|skin only|tongue|tripe|brain|lungs|spleen|pancreas|thymus|by-products|variety meats|meatless|mechanically separated|added solution|back|wing tip|snout|jowl|fat only)\b/
 
 /** A flavour the plain food does not have ("Snacks, popcorn, cheese-flavor", "tortilla chips, nacho cheese"). */
-const FLAVOUR = /\b([a-z]+)[- ]flavou?r|\b(nacho|ranch|sour cream|chocolate|strawberry)\b/
+const FLAVOUR = /\b(?!regular\b|original\b|natural\b|plain\b)([a-z]+)[- ]flavou?r|\b(nacho|ranch|sour cream|chocolate|strawberry)\b/
 
 const oddPartOf = (description: string): string | undefined => {
   const plain = description.replace(/\([^)]*\)/g, "")
@@ -124,6 +124,7 @@ const TYPICAL = [
   /^tomatoes, red, ripe, raw, year round average/,
   /^sugars, granulated/,
   /^ice creams, vanilla$/,
+  /^snacks, pretzels, hard, plain, salted/,
   /^soymilk, original and vanilla, unfortified/,
   /^frozen yogurts, vanilla/,
   /^milk, whole, 3\.25% milkfat, with added vitamin d/,

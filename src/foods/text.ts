@@ -114,6 +114,7 @@ const COMMON_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bgrilled chicken\b(?! (?:thigh|wing|drumstick|leg|breast))/g, " grilled chicken breast "],
   [/\begg rolls?\b/g, " chinese egg rolls "],
   [/\bpulled pork\b/g, " roasted pork shoulder "],
+  [/\bgrilled cheese(?: sandwich)?\b/g, " grilled cheese sandwich "],
   [/\bbean sprouts\b/g, " mung beans sprouted "],
   [/\bsoy ?milk\b/g, " soymilk "],
   [/\bmac (?:and|n) cheese\b/g, " macaroni and cheese "],
@@ -132,7 +133,7 @@ const COMMON_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/(?<!(?:hot|chili|chile|jalapeno|black|banana|cayenne|sweet|bell|red|green|yellow|orange|sweet) )\bpeppers\b/g, " peppers sweet red|green "],
   [/^\s*(?:(?:garden|green|side|house|tossed|mixed green) )?salad\s*$/g, " lettuce green leaf "],
   [/^\s*(?:white )?fish(?: fillets?)?\s*$/g, " fish atlantic cod "],
-  [/\bbaked beans\b/g, " beans baked canned plain "],
+  [/\bbaked beans\b/g, " beans baked canned vegetarian "],
   [/\bpork chops?\b/g, " pork loin chops "],
   [/(?<!(?:turkey|chicken|pork|cured|prosciutto|parma|serrano) )\bham\b(?! and)/g, " pork cured ham "]
 ]
