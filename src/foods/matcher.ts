@@ -180,7 +180,8 @@ const indexFood = (
   // "Soy sauce made from soy and wheat" and "Chili con carne with beans" are named before their ingredients.
   const nameEnd = headSegment.findIndex((t, i) => i > 0 && NAME_ENDS.has(t))
   const named = nameEnd > 0 ? headSegment.slice(0, nameEnd) : headSegment
-  const headNouns = named.filter((t) => stateOf(t) === undefined && !CATEGORY_WORDS.has(t) && !NEUTRAL.has(t))
+  // Category words count only as whole segments: "Fast foods, fish sandwich" is a fish sandwich.
+  const headNouns = named.filter((t) => stateOf(t) === undefined && !NEUTRAL.has(t))
   const brands = brandWords(record.description)
   const branded = record.manufacturer !== null || brands.length > 0
   const description = record.description.toLowerCase()
