@@ -360,7 +360,7 @@ function drawChart(totals) {
   const sum = parts.reduce((s, p) => s + p.kcal, 0)
   const svg = $("chart")
   const ns = "http://www.w3.org/2000/svg"
-  svg.replaceChildren()
+  for (const circle of svg.querySelectorAll("circle")) circle.remove()
   const ring = (color, dash, offset) => {
     const c = document.createElementNS(ns, "circle")
     for (const [k, v] of Object.entries({ cx: 21, cy: 21, r: 15.915, fill: "none", "stroke-width": 7, stroke: color, "stroke-dasharray": dash, "stroke-dashoffset": offset })) c.setAttribute(k, v)
