@@ -13,7 +13,7 @@ import { CreditsRoutes } from "./routes.ts"
 import { Webhooks } from "./webhooks.ts"
 
 /** Every credits service on the given card processor; needs AppConfig, SqlClient and what the processor needs. */
-export const CreditsServicesWith = <P extends Processor, E, R>(processor: Layer.Layer<P, E, R>) =>
+export const CreditsServicesWith = <P, E, R>(processor: Layer.Layer<P | Processor, E, R>) =>
   Layer.mergeAll(Webhooks.Default, CreditFunding.Default, Feedback.Default, CreditCapacity.Live).pipe(
     Layer.provideMerge(Checkout.Default),
     Layer.provideMerge(Layer.mergeAll(Ledger.Default, KeyFingerprints.Default, processor))
