@@ -7,6 +7,7 @@ import { Effect, Either, Option } from "effect"
 import { Checkout, type CheckoutResult } from "../../src/credits/Checkout.ts"
 import { Ledger } from "../../src/credits/Ledger.ts"
 import { Driver, type UnderTest } from "./drivers.ts"
+import { everyOrder } from "./reversalOrders.ts"
 import { auditLedger, freshKey, PUBLIC_BASE_URL } from "./support.ts"
 
 const HOUR = 3600 * 1000
@@ -138,6 +139,8 @@ export const processorSuite = (name: string, layer: UnderTest) =>
           yield* driver.advance(1 * HOUR)
           expect(yield* stateOf(other.fingerprint, late)).toBe("not_issued")
         }))
+
+      it.effect("refund and dispute events delivered in every order, duplicated, end where the processor's story ends", () => everyOrder, 120_000)
 
       it.effect("refunds and disputes: reversed while they stand, restored when they fail or are won", () =>
         Effect.gen(function* () {
