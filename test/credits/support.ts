@@ -57,23 +57,33 @@ const CreditsOnlyApi = HttpApi.make("morsel").add(CreditsGroup)
 
 export class CreditsServer extends Context.Tag("test/CreditsServer")<CreditsServer, { readonly url: string }>() {}
 
-/** The credits HTTP surface (API group + webhook + return pages) on a random 127.0.0.1 port. */
-export const CreditsServerLive = Layer.scoped(
-  CreditsServer,
-  Effect.gen(function* () {
-    const routes = Layer.mergeAll(HttpLayerRouter.addHttpApi(CreditsOnlyApi).pipe(Layer.provide(CreditsApiLive)), CreditsRoutes)
-    const services = yield* Effect.context<Layer.Layer.Success<typeof CreditsServicesLive> | AppConfig | SqlClient.SqlClient>()
-    const app = HttpLayerRouter.serve(routes, { disableListenLog: true, disableLogger: true }).pipe(
-      Layer.provide(Layer.succeedContext(services)),
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }).pipe(Layer.orDie)),
-      Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
-    )
-    const context = yield* Layer.build(app)
-    const address = Context.get(context, HttpServer.HttpServer).address
-    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("not a TCP server")
-    return { url: `http://127.0.0.1:${address.port}` }
-  })
-)
+/** The credits HTTP surface (API group + webhook + return pages, plus `extra` routes) on a random 127.0.0.1 port. */
+export const creditsServerWith = <E, R>(extra: Layer.Layer<never, E, R>) =>
+  Layer.scoped(
+    CreditsServer,
+    Effect.gen(function* () {
+      const routes = Layer.mergeAll(
+        HttpLayerRouter.addHttpApi(CreditsOnlyApi).pipe(Layer.provide(CreditsApiLive)),
+        CreditsRoutes,
+        extra
+      )
+      const services = yield* Effect.context<
+        Exclude<R, HttpLayerRouter.HttpRouter> | Layer.Layer.Success<typeof CreditsServicesLive> | AppConfig | SqlClient.SqlClient
+      >()
+      const app = HttpLayerRouter.serve(routes, { disableListenLog: true, disableLogger: true }).pipe(
+        Layer.provide(Layer.succeedContext(services)),
+        Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }).pipe(Layer.orDie)),
+        Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)),
+        Layer.orDie
+      )
+      const context = yield* Layer.build(app)
+      const address = Context.get(context, HttpServer.HttpServer).address
+      if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("not a TCP server")
+      return { url: `http://127.0.0.1:${address.port}` }
+    })
+  )
+
+export const CreditsServerLive = creditsServerWith(Layer.empty)
 
 export interface Violation {
   readonly rule: string
