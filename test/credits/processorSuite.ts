@@ -3,28 +3,26 @@
  * processorStripe.test.ts, one file each so their layers never mix). Orders, listing, confirm and webhooks alike.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Option } from "effect"
-import { Checkout, type CheckoutResult } from "../../src/credits/Checkout.ts"
-import { Ledger } from "../../src/credits/Ledger.ts"
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { Checkout } from "../../src/credits/Checkout.ts"
 import { Driver, type UnderTest } from "./drivers.ts"
 import { everyOrder } from "./reversalOrders.ts"
-import { auditLedger, freshKey, PUBLIC_BASE_URL } from "./support.ts"
+import { auditLedger, available, errorCodeOf, freshKey, PUBLIC_BASE_URL, sessionOf, stateOf } from "./support.ts"
 
 const HOUR = 3600 * 1000
 
-const sessionOf = (result: CheckoutResult) => {
-  if (result._tag !== "Session") throw new Error(`expected a session, got ${JSON.stringify(result)}`)
-  return result
-}
-
-const errorCodeOf = <A, E extends { readonly error: { readonly code: string } }>(effect: Effect.Effect<A, E>) =>
-  Effect.map(Effect.either(effect), (r) => (Either.isLeft(r) ? r.left.error.code : "succeeded"))
-
-const stateOf = (fingerprint: string, orderId: string) =>
-  Effect.flatMap(Checkout, (c) => c.status(fingerprint, orderId)).pipe(Effect.map((v) => v.state))
-
-const available = (fingerprint: string) =>
-  Effect.flatMap(Ledger, (l) => l.account(fingerprint)).pipe(Effect.map((a) => Option.getOrThrow(a).available))
+/** A fresh key's order whose session create failed at the processor: stored, unresolved. */
+const unresolvedOrder = Effect.gen(function* () {
+  const driver = yield* Driver
+  const checkout = yield* Checkout
+  const { fingerprint } = yield* freshKey
+  const orderId = crypto.randomUUID()
+  driver.failCalls(1)
+  expect(yield* errorCodeOf(checkout.checkout(fingerprint, orderId, Option.none()))).toBe("processor_unavailable")
+  expect(yield* stateOf(fingerprint, orderId)).toBe("unresolved")
+  return { fingerprint, orderId }
+})
 
 /** A fresh key with an open checkout. */
 const openOrder = Effect.gen(function* () {
@@ -77,10 +75,6 @@ export const processorSuite = (name: string, layer: UnderTest) =>
           expect(yield* checkout.confirm(b.fingerprint, b.sessionId)).toBe("already_granted")
           expect(yield* checkout.checkout(b.fingerprint, b.orderId, Option.none())).toEqual({ _tag: "Completed", orderId: b.orderId, state: "paid" })
           expect(yield* available(b.fingerprint)).toBe(500)
-          // Another key cannot confirm it; an unknown session is unconfirmed; a bad signature is refused.
-          const stranger = yield* freshKey
-          expect(yield* errorCodeOf(checkout.confirm(stranger.fingerprint, b.sessionId))).toBe("payment_unconfirmed")
-          expect(yield* errorCodeOf(checkout.confirm(b.fingerprint, "cs_test_doesnotexist"))).toBe("payment_unconfirmed")
           expect(yield* auditLedger).toEqual([])
         }))
 
@@ -113,31 +107,88 @@ export const processorSuite = (name: string, layer: UnderTest) =>
           expect(yield* stateOf(d.fingerprint, d.orderId)).toBe("expired")
         }))
 
-      it.effect("a lost session is found by listing; without one, not_issued only after 48 h and a complete listing of at most five pages", () =>
+      it.effect("a new explicit order only after paid, expired or not_issued", () =>
         Effect.gen(function* () {
           const driver = yield* Driver
           const checkout = yield* Checkout
           yield* driver.pinClock
           const { fingerprint } = yield* freshKey
+          const first = crypto.randomUUID()
+          const s1 = sessionOf(yield* checkout.checkout(fingerprint, first, Option.none()))
+          expect(yield* errorCodeOf(checkout.checkout(fingerprint, crypto.randomUUID(), Option.none()))).toBe("order_conflict")
+          driver.expire(s1.sessionId)
+          expect(yield* stateOf(fingerprint, first)).toBe("expired")
+          // The expired order itself cannot be revived; a new one can be made.
+          expect(yield* errorCodeOf(checkout.checkout(fingerprint, first, Option.none()))).toBe("order_conflict")
+          const second = crypto.randomUUID()
+          const s2 = sessionOf(yield* checkout.checkout(fingerprint, second, Option.none()))
+          driver.pay(s2.sessionId)
+          // The pending order is read from the processor before the new one is allowed: paid → allowed.
+          const third = crypto.randomUUID()
+          sessionOf(yield* checkout.checkout(fingerprint, third, Option.none()))
+          expect(yield* stateOf(fingerprint, second)).toBe("paid")
+          expect(yield* stateOf(fingerprint, third)).toBe("open")
+        }))
+
+      it.effect("another key's order: 404 on checkout-status, 409 on checkout, 409 on confirm", () =>
+        Effect.gen(function* () {
+          const driver = yield* Driver
+          const checkout = yield* Checkout
+          yield* driver.pinClock
+          const owner = yield* freshKey
+          const other = yield* freshKey
           const orderId = crypto.randomUUID()
-          driver.failCalls(1)
-          expect(yield* errorCodeOf(checkout.checkout(fingerprint, orderId, Option.none()))).toBe("processor_unavailable")
+          const s = sessionOf(yield* checkout.checkout(owner.fingerprint, orderId, Option.none()))
+          expect(yield* errorCodeOf(checkout.status(other.fingerprint, orderId))).toBe("order_not_found")
+          expect(yield* errorCodeOf(checkout.status(owner.fingerprint, crypto.randomUUID()))).toBe("order_not_found")
+          expect(yield* errorCodeOf(checkout.checkout(other.fingerprint, orderId, Option.none()))).toBe("order_conflict")
+          expect(yield* errorCodeOf(checkout.confirm(owner.fingerprint, s.sessionId))).toBe("payment_unconfirmed")
+          driver.pay(s.sessionId)
+          expect(yield* errorCodeOf(checkout.confirm(other.fingerprint, s.sessionId))).toBe("payment_unconfirmed")
+          expect(yield* errorCodeOf(checkout.confirm(owner.fingerprint, "cs_test_doesnotexist"))).toBe("payment_unconfirmed")
+          expect(yield* checkout.confirm(owner.fingerprint, s.sessionId)).toBe("granted")
+          expect(yield* available(owner.fingerprint)).toBe(500)
+        }))
+
+      it.effect("a lost session is found by listing; without one the order is unresolved until 48 h and a complete empty listing", () =>
+        Effect.gen(function* () {
+          const driver = yield* Driver
+          const checkout = yield* Checkout
+          const sql = yield* SqlClient.SqlClient
+          yield* driver.pinClock
+          // The processor is down: the order is stored, its session never created.
+          const { fingerprint, orderId } = yield* unresolvedOrder
+          // Another order is refused while this one is unresolved.
+          expect(yield* errorCodeOf(checkout.checkout(fingerprint, crypto.randomUUID(), Option.none()))).toBe("order_conflict")
+          yield* driver.advance(47 * HOUR)
           expect(yield* stateOf(fingerprint, orderId)).toBe("unresolved")
+          yield* driver.advance(1 * HOUR)
+          expect(yield* stateOf(fingerprint, orderId)).toBe("not_issued")
+          expect(yield* stateOf(fingerprint, orderId)).toBe("not_issued")
+
+          // A created session whose answer was lost is found by the listing (on page 4 behind 350 newer ones).
+          const next = crypto.randomUUID()
+          const s = sessionOf(yield* checkout.checkout(fingerprint, next, Option.none()))
+          yield* sql`UPDATE credit_orders SET session_id = NULL, checkout_url = NULL WHERE order_id = ${next}`
+          yield* driver.seedSessions(350)
+          const listed = driver.listCalls()
+          expect(yield* stateOf(fingerprint, next)).toBe("open")
+          expect(driver.listCalls() - listed).toBe(4)
+          const [row] = yield* sql<{ session_id: string | null }>`SELECT session_id FROM credit_orders WHERE order_id = ${next}`
+          expect(row?.session_id).toBe(s.sessionId)
+        }))
+
+      it.effect("a listing longer than five pages is never complete: unresolved even after 48 h", () =>
+        Effect.gen(function* () {
+          const driver = yield* Driver
+          yield* driver.pinClock
+          const { fingerprint, orderId } = yield* unresolvedOrder
           yield* driver.seedSessions(550)
           yield* driver.advance(49 * HOUR)
           const listed = driver.listCalls()
           expect(yield* stateOf(fingerprint, orderId)).toBe("unresolved")
           expect(driver.listCalls() - listed).toBe(5)
 
-          // Sessions created now are outside the order's interval: the listing of its interval is complete and empty.
-          const other = yield* freshKey
-          const late = crypto.randomUUID()
-          driver.failCalls(1)
-          expect(yield* errorCodeOf(checkout.checkout(other.fingerprint, late, Option.none()))).toBe("processor_unavailable")
-          yield* driver.advance(47 * HOUR)
-          expect(yield* stateOf(other.fingerprint, late)).toBe("unresolved")
-          yield* driver.advance(1 * HOUR)
-          expect(yield* stateOf(other.fingerprint, late)).toBe("not_issued")
         }))
 
       it.effect("refund and dispute events delivered in every order, duplicated, end where the processor's story ends", () => everyOrder, 120_000)

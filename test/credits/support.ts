@@ -3,9 +3,11 @@ import { createServer } from "node:http"
 import { HttpApi, HttpLayerRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
+import { Context, Effect, Either, Layer, Logger, LogLevel, Option, Redacted, TestClock } from "effect"
 import { AppConfig } from "../../src/config.ts"
+import { Checkout, type CheckoutResult } from "../../src/credits/Checkout.ts"
 import { CreditsApiLive, CreditsServicesLive } from "../../src/credits/layer.ts"
+import { Ledger } from "../../src/credits/Ledger.ts"
 import { KeyFingerprints, newCreditKey } from "../../src/credits/keys.ts"
 import { CreditsRoutes } from "../../src/credits/routes.ts"
 import { CreditsGroup } from "../../src/http/Api.ts"
@@ -43,6 +45,32 @@ export const creditsWithoutStripe = (env: Readonly<Record<string, string>> = {})
     Layer.provideMerge(AppConfig.fromEnv({ PUBLIC_BASE_URL, ...env })),
     Layer.orDie
   )
+
+export const sessionOf = (result: CheckoutResult) => {
+  if (result._tag !== "Session") throw new Error(`expected a session, got ${JSON.stringify(result)}`)
+  return result
+}
+
+/** The error code an effect fails with, or "succeeded". */
+export const errorCodeOf = <A, E extends { readonly error: { readonly code: string } }>(effect: Effect.Effect<A, E>) =>
+  Effect.map(Effect.either(effect), (r) => (Either.isLeft(r) ? r.left.error.code : "succeeded"))
+
+/** The state checkout-status answers for the order. */
+export const stateOf = (fingerprint: string, orderId: string) =>
+  Effect.flatMap(Checkout, (c) => c.status(fingerprint, orderId)).pipe(Effect.map((v) => v.state))
+
+/** The key's available credits (below zero after a reversal of spent credits). */
+export const available = (fingerprint: string) =>
+  Effect.flatMap(Ledger, (l) => l.account(fingerprint)).pipe(Effect.map((a) => Option.getOrThrow(a).available))
+
+/** Pins the test clock and the fake Stripe's clock to the same instant. */
+export const pinClocks = Effect.gen(function* () {
+  const fake = yield* Fake
+  const start = Date.now()
+  yield* TestClock.setTime(start)
+  fake.setNow(Math.floor(start / 1000))
+  return start
+})
 
 /** A fresh test-mode key and its fingerprint. */
 export const freshKey = Effect.gen(function* () {
