@@ -1,6 +1,6 @@
 /** Wire schemas of the public contract (SPEC §2): requests, results, balances, orders and feedback. */
 import type { PaymentRequired, SettleResponse } from "@x402/core/types"
-import { Schema } from "effect"
+import { JSONSchema, Schema } from "effect"
 
 /** Structs sent by callers reject unknown fields (SPEC: "additional properties rejected"). */
 const closed = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
@@ -294,6 +294,7 @@ export const X402PaymentRequired = X402Object((u): u is PaymentRequired => isRec
     extensions: { type: "object", description: "x402 extensions; bazaar: discovery metadata (info and the JSON Schema it follows)" }
   }
 }).annotations({ identifier: "X402PaymentRequired" })
+export type X402PaymentRequired = typeof X402PaymentRequired.Type
 
 /** The x402 v2 settlement receipt (base64-encoded in the PAYMENT-RESPONSE header). */
 export const X402SettleResponse = X402Object((u): u is SettleResponse => isRecord(u) && typeof u["success"] === "boolean" && typeof u["network"] === "string", {
@@ -307,3 +308,23 @@ export const X402SettleResponse = X402Object((u): u is SettleResponse => isRecor
     payer: { type: "string" }
   }
 }).annotations({ identifier: "X402SettleResponse" })
+
+/**
+ * A schema's JSON Schema for other protocols (MCP tools, x402 discovery): no "$schema" (their dialect, 2020-12,
+ * reads these keywords alike). Inlined, it has no "$ref" at all, since several model providers and x402 facilitators
+ * do not follow references, nor the root's examples, which travel next to it; otherwise references point into "$defs".
+ */
+export const jsonSchemaOf = (schema: Schema.Schema.AnyNoContext, options: { readonly inline: boolean }): Record<string, unknown> => {
+  const { $defs = {}, $schema: _dialect, ...root } = JSONSchema.make(schema)
+  if (!options.inline) return Object.keys($defs).length === 0 ? root : { ...root, $defs }
+  const fields = (node: object): Record<string, unknown> =>
+    Object.fromEntries(Object.entries(node).map(([key, value]) => [key, resolve(value)]))
+  const resolve = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(resolve)
+    if (typeof node !== "object" || node === null) return node
+    const ref = "$ref" in node && typeof node.$ref === "string" ? node.$ref.replace(/^#\/\$defs\//, "") : undefined
+    return ref !== undefined && ref in $defs ? resolve($defs[ref]) : fields(node)
+  }
+  const { examples: _examples, ...inlined } = fields(resolve(root) ?? {})
+  return inlined
+}
