@@ -156,13 +156,13 @@ export const AnalysisResult = Schema.Struct({
   estimate: Schema.Literal(true),
   model: Schema.String,
   matcher_version: Schema.String,
-  processing_ms: Schema.Int.pipe(Schema.nonNegative()),
+  processing_ms: Schema.NonNegativeInt,
   portion_basis: Schema.optional(PortionBasis)
 }).annotations({ identifier: "AnalysisResult", examples: [analysisResultExample] })
 export type AnalysisResult = typeof AnalysisResult.Type
 
 export const Balance = Schema.Struct({
-  credits_remaining: Schema.Int.pipe(Schema.nonNegative()),
+  credits_remaining: Schema.NonNegativeInt,
   blocked: Schema.Boolean,
   test_mode: Schema.Boolean.annotations({ description: "true when the server runs against the card processor's test mode" })
 }).annotations({ identifier: "Balance" })
@@ -203,7 +203,7 @@ export const CheckoutStatusRequest = closed({ order_id: UuidV4 }).annotations({ 
 export const CheckoutStatus = Schema.Struct({
   order_id: Uuid,
   state: OrderState,
-  credits_remaining: Schema.Int.pipe(Schema.nonNegative()),
+  credits_remaining: Schema.NonNegativeInt,
   blocked: Schema.Boolean,
   test_mode: Schema.Boolean,
   checkout_url: Schema.optional(Schema.String.annotations({ format: "uri" }))

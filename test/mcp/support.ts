@@ -23,8 +23,8 @@ export const connect = (url: string, headers: Record<string, string> = {}) =>
     (client) => Effect.promise(() => client.close())
   )
 
-/** A JSON Schema 2020-12 validator (MCP's dialect), strict about keywords; formats are not the subject here. */
-export const jsonSchemaValidator = () => new Ajv2020({ allErrors: true, validateFormats: false })
+/** A JSON Schema 2020-12 validator (MCP's dialect), strict about keywords and types; formats are not the subject here. */
+export const jsonSchemaValidator = () => new Ajv2020({ allErrors: true, strict: true, validateFormats: false })
 
 const outputValidators = new WeakMap<Client, ValidateFunction>()
 
