@@ -1,7 +1,9 @@
 /** The one composition of the service: routes, middleware, features and infrastructure. */
 import { createServer } from "node:http"
-import { HttpApiScalar, HttpLayerRouter, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import { type Etag, HttpApiScalar, HttpLayerRouter, type HttpPlatform, type HttpServer, HttpServerResponse } from "@effect/platform"
+import { type NodeContext, NodeHttpServer } from "@effect/platform-node"
+import type { SqlClient } from "@effect/sql"
+import type { PgClient } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
 import { AdminRoute } from "./admin/AdminRoute.ts"
 import { AnalyzerLive } from "./analysis/Analyzer.ts"
@@ -40,8 +42,12 @@ const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>
   )
 )
 
+/** The service's own routes, plus any a composition adds (the sandbox's pages and middleware), behind the transport guard. */
+export const routesWith = <E, R>(extra: Layer.Layer<never, E, R>) =>
+  Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, NotFoundRoute, extra).pipe(Layer.provide(TransportGuard))
+
 /** Every route behind the transport guard. */
-export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, NotFoundRoute).pipe(Layer.provide(TransportGuard))
+export const Routes = routesWith(Layer.empty)
 
 /** The outside dependencies of the analysis, replaceable in tests. */
 export type Dependencies = VisionModel | FoodDb | Funding | Limits
@@ -84,9 +90,39 @@ export const FundingLive = FundingRouterLive(
 /** The outside dependencies as they run in production. */
 export const LiveDependencies = Layer.mergeAll(VisionModelLive, FoodDbLive, FundingLive, LimitsLive)
 
+/** What the features provide to the dependencies (FundingLive reads the credits and x402 services). */
+export type FeatureOutput = Layer.Layer.Success<typeof FeatureServices>
+
+/** A layer giving A, whatever it needs and however it fails (the composition adds those up). */
+type Part<A> = Layer.Layer<A, unknown, unknown>
+
+/** Layers a service is composed of: each outside dependency is a live layer or an in-memory substitute. */
+export interface Parts {
+  /** The vision model: VisionModelLive, or VisionModelScripted. */
+  readonly vision: Part<VisionModel>
+  /** Food matching: FoodDbLive, FoodDbMemory(records) or FoodDbEmpty. */
+  readonly foods: Part<FoodDb>
+  /** Admission limits: LimitsLive, or Limits.unlimited. */
+  readonly limits: Part<Limits>
+  /** How analyses are paid; FundingLive (card credits and x402 from the features) unless a test brings its own. */
+  readonly funding?: Part<Funding>
+  /** PostgreSQL: Database.layer (DATABASE_URL, an embedded folder or `memory://`), or a test database. */
+  readonly database: Part<SqlClient.SqlClient | PgClient.PgClient>
+  /** Where to listen: NodeHttpServer.layer(…). */
+  readonly http: Part<HttpServer.HttpServer | HttpPlatform.HttpPlatform | Etag.Generator | NodeContext.NodeContext>
+  /** Routes and global middleware beyond the service's own (the sandbox's). */
+  readonly routes?: Layer.Layer<never, unknown, unknown>
+}
+
+type ErrorOf<P> = P extends Layer.Layer<infer _A, infer E, infer _R> ? E : never
+type NeedsOf<P> = P extends Layer.Layer<infer _A, infer _E, infer R> ? R : never
+
 /** Serves Routes with the analysis pipeline on the given dependencies; needs AppConfig, the database and an HTTP server. */
-export const serveWith = <E, R>(dependencies: Layer.Layer<Dependencies, E, R>) =>
-  Layer.merge(HttpLayerRouter.serve(Routes, { disableListenLog: true }), StaleAttemptSweeperLive).pipe(
+export const serveDependencies = <E, R, E2 = never, R2 = never>(
+  dependencies: Layer.Layer<Dependencies, E, R>,
+  routes: Layer.Layer<never, E2, R2> = Layer.empty as Layer.Layer<never, E2, R2>
+) =>
+  Layer.merge(HttpLayerRouter.serve(routesWith(routes), { disableListenLog: true }), StaleAttemptSweeperLive).pipe(
     Layer.provide(AnalyzeRequestsLive),
     Layer.provide(AnalyzerLive),
     Layer.provide(dependencies),
@@ -94,13 +130,32 @@ export const serveWith = <E, R>(dependencies: Layer.Layer<Dependencies, E, R>) =
     Layer.provide(RequestStoreLive)
   )
 
+/**
+ * The one composition of the service from its parts: production, the sandbox and the tests differ only in the
+ * parts they give. Needs AppConfig (and whatever the parts need beyond each other); gives the running HttpServer.
+ */
+export const serveWith = <const P extends Parts>(parts: P) => {
+  type Given = P[keyof P]
+  const dependencies = Layer.mergeAll(parts.vision, parts.foods, parts.limits, parts.funding ?? FundingLive) as Layer.Layer<
+    Dependencies,
+    ErrorOf<Given> | ErrorOf<typeof FundingLive>,
+    NeedsOf<Given> | NeedsOf<typeof FundingLive>
+  >
+  return serveDependencies(dependencies, (parts.routes ?? Layer.empty) as Layer.Layer<never, ErrorOf<Given>, NeedsOf<Given>>).pipe(
+    Layer.provideMerge(parts.http as Layer.Layer<Layer.Layer.Success<P["http"]>, ErrorOf<P["http"]>, NeedsOf<P["http"]>>),
+    Layer.provide(parts.database as Layer.Layer<Layer.Layer.Success<P["database"]>, ErrorOf<P["database"]>, NeedsOf<P["database"]>>)
+  )
+}
+
 /** The production server: settings from the environment, the configured database, a real port. */
 export const ServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (settings) =>
-    serveWith(LiveDependencies).pipe(
-      Layer.provide(NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })),
-      Layer.provide(Database.layer),
-      Layer.tap(() => Effect.logInfo(`morsel listening on http://${settings.host}:${settings.port}`))
-    )
+    serveWith({
+      vision: VisionModelLive,
+      foods: FoodDbLive,
+      limits: LimitsLive,
+      database: Database.layer,
+      http: NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })
+    }).pipe(Layer.tap(() => Effect.logInfo(`morsel listening on http://${settings.host}:${settings.port}`)))
   )
 ).pipe(Layer.provide(AppConfig.layer))
