@@ -26,7 +26,7 @@ import {
   unavailable
 } from "./protocol.ts"
 import { ReconcilerDisabled, ReconcilerLive, type ReconcilerOptions, type X402Reconciler } from "./Reconciler.ts"
-import { FacilitatorSettlement, SelfSettlement } from "./Settlement.ts"
+import { FacilitatorSettlement, SelfSettlement, type Settlement } from "./Settlement.ts"
 import { FacilitatorVerifier, LocalVerifier, Verifier } from "./Verifier.ts"
 
 /** Blocks before the head at verification from which a spend of the authorization is searched (RPC nodes may lag). */
@@ -288,32 +288,48 @@ export const X402FundingLive = Layer.effect(
   })
 )
 
+/** What x402 needs of a chain: verification, settlement and reads (receipts, authorization state, the head). */
+export type ChainServices = Verifier | Settlement | EvmChain
+
 /**
- * Everything x402 needs, chosen by the settings: off without X402_PAY_TO; settlement through
- * X402_FACILITATOR_URL when set, else self-settlement with X402_SETTLER_PRIVATE_KEY; plus the
- * background reconciler (tell it about resolutions by providing PaymentResolutions).
+ * The chain seam chosen by the settings: settlement through X402_FACILITATOR_URL when set, else self-settlement
+ * with X402_SETTLER_PRIVATE_KEY; both read the chain over X402_RPC_URL.
  */
-export const X402Layer = (
-  options: ReconcilerOptions = {}
-): Layer.Layer<X402Funding | X402Reconciler, ConfigError.ConfigError, AppConfig | SqlClient.SqlClient> =>
+export const ChainFromSettings: Layer.Layer<ChainServices, ConfigError.ConfigError, AppConfig | PaymentStore> = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const settings = yield* AppConfig
+    const route = Option.isSome(settings.x402.facilitatorUrl)
+      ? Layer.merge(FacilitatorSettlement, FacilitatorVerifier)
+      : Option.isSome(settings.x402.settlerPrivateKey)
+        ? Layer.merge(SelfSettlement, LocalVerifier)
+        : undefined
+    if (!route) {
+      return yield* Effect.fail(
+        ConfigError.MissingData(
+          ["X402_SETTLER_PRIVATE_KEY"],
+          "X402_PAY_TO is set, so x402 needs a way to settle: set X402_SETTLER_PRIVATE_KEY (self-settlement) or X402_FACILITATOR_URL"
+        )
+      )
+    }
+    return route.pipe(Layer.provideMerge(EvmChainLive))
+  })
+)
+
+/**
+ * Everything x402 needs: off without X402_PAY_TO; else on the given chain seam (by default the one the settings
+ * choose; `ChainMemory` with a `MemoryChain` for the sandbox and tests), plus the background reconciler (tell it
+ * about resolutions by providing PaymentResolutions).
+ */
+export const X402Layer = <E = never, R = never>(
+  options: ReconcilerOptions = {},
+  chain?: Layer.Layer<ChainServices, E, R>
+): Layer.Layer<X402Funding | X402Reconciler, ConfigError.ConfigError | E, AppConfig | SqlClient.SqlClient | Exclude<R, PaymentStore>> =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const settings = yield* AppConfig
       if (Option.isNone(settings.x402.payTo)) return Layer.merge(Layer.succeed(X402Funding, disabled), ReconcilerDisabled)
-      const route = Option.isSome(settings.x402.facilitatorUrl)
-        ? Layer.merge(FacilitatorSettlement, FacilitatorVerifier)
-        : Option.isSome(settings.x402.settlerPrivateKey)
-          ? Layer.merge(SelfSettlement, LocalVerifier)
-          : undefined
-      if (!route) {
-        return yield* Effect.fail(
-          ConfigError.MissingData(
-            ["X402_SETTLER_PRIVATE_KEY"],
-            "X402_PAY_TO is set, so x402 needs a way to settle: set X402_SETTLER_PRIVATE_KEY (self-settlement) or X402_FACILITATOR_URL"
-          )
-        )
-      }
-      const services = PaymentsLive.pipe(Layer.provideMerge(route), Layer.provideMerge(Layer.merge(PaymentStoreLive, EvmChainLive)))
+      const seam: Layer.Layer<ChainServices, ConfigError.ConfigError | E, AppConfig | PaymentStore | R> = chain ?? ChainFromSettings
+      const services = PaymentsLive.pipe(Layer.provideMerge(seam), Layer.provideMerge(PaymentStoreLive))
       return Layer.merge(X402FundingLive, ReconcilerLive({ minAge: settings.x402.confirmTimeoutMs, ...options })).pipe(
         Layer.provide(services)
       )

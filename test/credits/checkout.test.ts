@@ -50,7 +50,7 @@ describe("checkout orders", () => {
         const orderId = crypto.randomUUID()
         const first = sessionOf(yield* checkout.checkout(fingerprint, orderId, Option.some({ channel: "agent" })))
         expect(first.sessionId).toMatch(/^cs_test_[A-Za-z0-9]+$/)
-        const params = fake.session(first.sessionId).params
+        const params = fake.paramsOf(first.sessionId)
         expect(params).toMatchObject({
           mode: "payment",
           line_items: { "0": { quantity: "1", price_data: { currency: "usd", unit_amount: "500", tax_behavior: "inclusive" } } },

@@ -129,12 +129,29 @@ export const auditLedger = Effect.gen(function* () {
       AND NOT EXISTS (SELECT 1 FROM credit_entries g WHERE g.order_id = e.order_id AND g.kind = 'grant')`
   )
   check(
+    "an order's reversals and restorations alternate, numbered 1, 2, …",
+    yield* sql`
+      SELECT order_id FROM credit_entries WHERE kind IN ('reversal', 'restoration') GROUP BY order_id
+      HAVING count(*) FILTER (WHERE kind = 'reversal') - count(*) FILTER (WHERE kind = 'restoration') NOT IN (0, 1)
+          OR max(cycle) FILTER (WHERE kind = 'reversal') <> count(*) FILTER (WHERE kind = 'reversal')
+          OR coalesce(max(cycle) FILTER (WHERE kind = 'restoration'), 0) <> count(*) FILTER (WHERE kind = 'restoration')`
+  )
+  check(
     "order state agrees with its entries",
     yield* sql`
       SELECT o.order_id, o.state FROM credit_orders o
-      WHERE (o.state = 'paid') <> (EXISTS (SELECT 1 FROM credit_entries g WHERE g.order_id = o.order_id AND g.kind = 'grant')
-                                   AND NOT EXISTS (SELECT 1 FROM credit_entries r WHERE r.order_id = o.order_id AND r.kind = 'reversal'))
-         OR (o.state = 'reversed') <> EXISTS (SELECT 1 FROM credit_entries r WHERE r.order_id = o.order_id AND r.kind = 'reversal')`
+      LEFT JOIN (SELECT order_id, count(*) FILTER (WHERE kind = 'grant') AS grants,
+                        count(*) FILTER (WHERE kind = 'reversal') - count(*) FILTER (WHERE kind = 'restoration') AS open
+                 FROM credit_entries WHERE order_id IS NOT NULL GROUP BY order_id) e USING (order_id)
+      WHERE (o.state = 'paid') <> (coalesce(e.grants, 0) = 1 AND coalesce(e.open, 0) = 0)
+         OR (o.state = 'reversed') <> (coalesce(e.open, 0) = 1)`
+  )
+  check(
+    "an order is reversed exactly while one of its refunds or disputes takes the money back",
+    yield* sql`
+      SELECT o.order_id, o.state FROM credit_orders o
+      WHERE EXISTS (SELECT 1 FROM credit_reversal_causes c WHERE c.order_id = o.order_id)
+        AND (o.state = 'reversed') <> EXISTS (SELECT 1 FROM credit_reversal_causes c WHERE c.order_id = o.order_id AND c.reverses)`
   )
   check(
     "a reversed order's key is blocked",
