@@ -219,6 +219,8 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}) => {
     webhookSecret,
     calls,
     sessions: cards.sessions,
+    refunds: cards.refunds,
+    disputes: cards.disputes,
     /** The env a morsel server needs to talk to this fake. */
     env: { STRIPE_SECRET_KEY: secretKey, STRIPE_WEBHOOK_SECRET: webhookSecret, STRIPE_API_BASE: baseUrl },
     /** Pins the fake's clock (unix seconds) for `created` stamps; undefined returns to real time. */
