@@ -15,7 +15,9 @@ import { StaleAttemptSweeperLive } from "./analysis/sweeper.ts"
 import type { VisionModel } from "./analysis/VisionModel.ts"
 import { VisionModelLive } from "./analysis/VisionModelLive.ts"
 import { AppConfig } from "./config.ts"
-import { CreditFunding, CreditsApiLive, CreditsRoutes, CreditsServicesLive } from "./credits/layer.ts"
+import { CreditFunding, CreditsApiLive, CreditsRoutes, CreditsServicesWith } from "./credits/layer.ts"
+import type { Processor } from "./credits/Processor.ts"
+import { ProcessorFromConfig } from "./credits/ProcessorStripe.ts"
 import * as Database from "./db/Database.ts"
 import type { FoodDb } from "./foods/FoodDb.ts"
 import { FoodDbLive } from "./foods/FoodDbLive.ts"
@@ -25,7 +27,7 @@ import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
 import { PaymentResolutions } from "./x402/Reconciler.ts"
-import { X402Funding, X402Layer } from "./x402/X402Funding.ts"
+import { type ChainServices, X402Funding, X402Layer } from "./x402/X402Funding.ts"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(MorselApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([HealthHttpLive, AnalysisHttpLive, CreditsApiLive])
@@ -65,8 +67,17 @@ const PaymentResolutionsLive = Layer.effect(
   )
 )
 
-/** The features' own services on PostgreSQL; needs AppConfig, SqlClient and RequestStore. */
-export const FeatureServices = Layer.merge(CreditsServicesLive, X402Layer().pipe(Layer.provide(PaymentResolutionsLive)))
+/** The features' own services on PostgreSQL, on the given card processor and chain; needs AppConfig, SqlClient and RequestStore. */
+export const featureServices = <EP = never, RP = never, EC = never, RC = never>(
+  processor?: Layer.Layer<Processor, EP, RP>,
+  chain?: Layer.Layer<ChainServices, EC, RC>
+) => {
+  const cards: Layer.Layer<Processor, EP, RP | AppConfig> = processor ?? ProcessorFromConfig
+  return Layer.merge(CreditsServicesWith(cards), X402Layer({}, chain).pipe(Layer.provide(PaymentResolutionsLive)))
+}
+
+/** The features as the settings choose them (Stripe or no card processor; a Base chain or no x402). */
+export const FeatureServices = featureServices()
 
 /** Card credits for a Bearer key, x402 for a PAYMENT-SIGNATURE. */
 export const FundingLive = FundingRouterLive(
@@ -104,6 +115,10 @@ export interface Parts {
   readonly foods: Part<FoodDb>
   /** Admission limits: LimitsLive, or Limits.unlimited. */
   readonly limits: Part<Limits>
+  /** The card processor: by default as the settings say (Stripe or Disabled); ProcessorMemory in the sandbox. */
+  readonly processor?: Part<Processor>
+  /** The chain x402 verifies and settles on: by default as the settings say; ChainMemory in the sandbox. */
+  readonly chain?: Part<ChainServices>
   /** How analyses are paid; FundingLive (card credits and x402 from the features) unless a test brings its own. */
   readonly funding?: Part<Funding>
   /** PostgreSQL: Database.layer (DATABASE_URL, an embedded folder or `memory://`), or a test database. */
@@ -112,21 +127,28 @@ export interface Parts {
   readonly http: Part<HttpServer.HttpServer | HttpPlatform.HttpPlatform | Etag.Generator | NodeContext.NodeContext>
   /** Routes and global middleware beyond the service's own (the sandbox's). */
   readonly routes?: Layer.Layer<never, unknown, unknown>
+  /** Services those routes use (any output: the type of the given layer is kept). */
+  readonly routeServices?: Layer.Layer<never, unknown, unknown>
 }
 
-type ErrorOf<P> = P extends Layer.Layer<infer _A, infer E, infer _R> ? E : never
-type NeedsOf<P> = P extends Layer.Layer<infer _A, infer _E, infer R> ? R : never
+type ErrorOf<L> = L extends Layer.Layer<infer _A, infer E, infer _R> ? E : never
+type NeedsOf<L> = L extends Layer.Layer<infer _A, infer _E, infer R> ? R : never
+/** Inside `serveWith` a part has only its declared type; this restores the caller's own (what it fails with and needs). */
+type Exact<L, A> = Layer.Layer<A, ErrorOf<L>, NeedsOf<L>>
 
-/** Serves Routes with the analysis pipeline on the given dependencies; needs AppConfig, the database and an HTTP server. */
-export const serveDependencies = <E, R, E2 = never, R2 = never>(
+/** Serves Routes with the analysis pipeline on the given dependencies and features; needs AppConfig, the database and an HTTP server. */
+export const serveDependencies = <E, R, EF = never, RF = never, ER = never, RR = never, AS = never, ES = never, RS = never>(
   dependencies: Layer.Layer<Dependencies, E, R>,
-  routes: Layer.Layer<never, E2, R2> = Layer.empty as Layer.Layer<never, E2, R2>
+  features: Layer.Layer<FeatureOutput, EF, RF>,
+  routes: Layer.Layer<never, ER, RR>,
+  routeServices: Layer.Layer<AS, ES, RS>
 ) =>
   Layer.merge(HttpLayerRouter.serve(routesWith(routes), { disableListenLog: true }), StaleAttemptSweeperLive).pipe(
     Layer.provide(AnalyzeRequestsLive),
     Layer.provide(AnalyzerLive),
     Layer.provide(dependencies),
-    Layer.provide(FeatureServices),
+    Layer.provide(routeServices),
+    Layer.provide(features),
     Layer.provide(RequestStoreLive)
   )
 
@@ -135,15 +157,19 @@ export const serveDependencies = <E, R, E2 = never, R2 = never>(
  * parts they give. Needs AppConfig (and whatever the parts need beyond each other); gives the running HttpServer.
  */
 export const serveWith = <const P extends Parts>(parts: P) => {
-  type Given = P[keyof P]
-  const dependencies = Layer.mergeAll(parts.vision, parts.foods, parts.limits, parts.funding ?? FundingLive) as Layer.Layer<
-    Dependencies,
-    ErrorOf<Given> | ErrorOf<typeof FundingLive>,
-    NeedsOf<Given> | NeedsOf<typeof FundingLive>
+  const dependencies = Layer.mergeAll(parts.vision, parts.foods, parts.limits, parts.funding ?? FundingLive) as Exact<
+    P["vision"] | P["foods"] | P["limits"] | NonNullable<P["funding"]> | typeof FundingLive,
+    Dependencies
   >
-  return serveDependencies(dependencies, (parts.routes ?? Layer.empty) as Layer.Layer<never, ErrorOf<Given>, NeedsOf<Given>>).pipe(
-    Layer.provideMerge(parts.http as Layer.Layer<Layer.Layer.Success<P["http"]>, ErrorOf<P["http"]>, NeedsOf<P["http"]>>),
-    Layer.provide(parts.database as Layer.Layer<Layer.Layer.Success<P["database"]>, ErrorOf<P["database"]>, NeedsOf<P["database"]>>)
+  const features = featureServices(
+    parts.processor as Exact<NonNullable<P["processor"]>, Processor> | undefined,
+    parts.chain as Exact<NonNullable<P["chain"]>, ChainServices> | undefined
+  )
+  const routes = (parts.routes ?? Layer.empty) as Exact<NonNullable<P["routes"]>, never>
+  const routeServices = (parts.routeServices ?? Layer.empty) as Exact<NonNullable<P["routeServices"]>, Layer.Layer.Success<NonNullable<P["routeServices"]>>>
+  return serveDependencies(dependencies, features, routes, routeServices).pipe(
+    Layer.provideMerge(parts.http as Exact<P["http"], Layer.Layer.Success<P["http"]>>),
+    Layer.provide(parts.database as Exact<P["database"], Layer.Layer.Success<P["database"]>>)
   )
 }
 

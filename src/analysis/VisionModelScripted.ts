@@ -157,6 +157,9 @@ export const answerFor = (input: VisionInput): ModelAnswer => {
   }
 }
 
+/** The answer of a model that sees no food (the analysis answers 422 no_food_detected). */
+export const NO_FOOD: ModelAnswer = { food_detected: false, dish_name: "", items: [] }
+
 /** What the scripted model does for one call instead of the image's meal. */
 export type ScriptStep =
   | { readonly _tag: "Answer"; readonly answer: ModelAnswer }
@@ -166,7 +169,7 @@ export type ScriptStep =
 
 export const ScriptStep = {
   answer: (answer: ModelAnswer): ScriptStep => ({ _tag: "Answer", answer }),
-  noFood: (): ScriptStep => ({ _tag: "Answer", answer: { food_detected: false, dish_name: "", items: [] } }),
+  noFood: (): ScriptStep => ({ _tag: "Answer", answer: NO_FOOD }),
   fail: (reason: VisionFailure["reason"], message = `scripted ${reason}`): ScriptStep => ({
     _tag: "Fail",
     failure: new VisionFailure({ reason, message })

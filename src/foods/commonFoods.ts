@@ -37,13 +37,17 @@ const shipped: CommonFoods = data
 /** Every food of the shipped subset. */
 export const commonFoods = (): ReadonlyArray<FoodRecord> => shipped.foods.map(toRecord)
 
+/** Stores records as one import (the same rows `fooddb import` writes); returns how many. */
+export const storeFoods = (records: ReadonlyArray<FoodRecord>, label: string) =>
+  Effect.gen(function* () {
+    const importId = yield* Ids.next
+    for (let i = 0; i < records.length; i += BATCH_SIZE) yield* upsertBatch(records.slice(i, i + BATCH_SIZE), importId)
+    yield* recordImport(importId, label, records.length, 0)
+    return records.length
+  })
+
 /** Stores the shipped subset when the database holds no foods yet (a database with imported data keeps it); returns the count stored. */
 export const loadCommonFoods = Effect.gen(function* () {
   const present = (yield* countFoods).reduce((n, row) => n + row.foods, 0)
-  if (present > 0) return 0
-  const records = commonFoods()
-  const importId = yield* Ids.next
-  for (let i = 0; i < records.length; i += BATCH_SIZE) yield* upsertBatch(records.slice(i, i + BATCH_SIZE), importId)
-  yield* recordImport(importId, "shipped USDA subset", records.length, 0)
-  return records.length
+  return present > 0 ? 0 : yield* storeFoods(commonFoods(), "shipped USDA subset")
 }).pipe(Effect.withSpan("foods.loadCommonFoods"))
