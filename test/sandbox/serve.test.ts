@@ -1,9 +1,10 @@
 // `morsel serve --sandbox` as a user runs it (the built CLI, no settings), used with official clients only:
 // fetch, @x402/fetch with a fresh random wallet, and the MCP SDK client.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomBytes, randomUUID } from "node:crypto"
 import { createServer } from "node:net"
 import { join } from "node:path"
+import { promisify } from "node:util"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http"
@@ -85,7 +86,8 @@ describe("morsel serve --sandbox", () => {
   }
 
   beforeAll(async () => {
-    execFileSync("npm", ["run", "build"], { cwd: root, stdio: "ignore" })
+    // Built without blocking the test worker (a blocked worker loses its link to the runner).
+    await promisify(execFile)("npm", ["run", "build"], { cwd: root })
     photo = await makeImage(64, 48)
     const port = await freePort()
     url = `http://127.0.0.1:${port}`
