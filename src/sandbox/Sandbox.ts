@@ -107,14 +107,14 @@ export const banner = (settings: Settings, url: string, foodsFrom: Option.Option
   ].join("\n")
 
 /** The sandbox server on HOST:PORT (settings from `env`, default the process environment), printing its banner once listening. */
-export const SandboxLive = (env: Readonly<Record<string, string | undefined>> = process.env) => {
+export const SandboxLive = (env: Readonly<Record<string, string | undefined>> = process.env, options: { readonly banner?: boolean } = {}) => {
   const foodsFrom = Option.fromNullable(env["MORSEL_DATA_DIR"]).pipe(Option.filter((dir) => dir !== "" && dir !== "memory://"))
   return Layer.unwrapEffect(
     Effect.map(AppConfig, (settings) =>
       serveWith({
         ...sandboxParts(Option.isSome(foodsFrom) ? { foodsFrom: foodsFrom.value } : {}),
         http: NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })
-      }).pipe(Layer.tap(() => Console.log(banner(settings, settings.publicBaseUrl, foodsFrom))))
+      }).pipe(Layer.tap(() => (options.banner === false ? Effect.void : Console.log(banner(settings, settings.publicBaseUrl, foodsFrom)))))
     )
   ).pipe(Layer.provide(Layer.succeed(SandboxMode, true)), Layer.provide(sandboxConfig(env)))
 }
