@@ -14,6 +14,7 @@ import { Verifier } from "./Verifier.ts"
 /** x402's verdict on a payment, in its order of checks: terms first, then what the token would say (nonce, balance). */
 const verdict = (chain: MemoryChain["Type"], payload: PaymentPayload, requirements: PaymentRequirements): Effect.Effect<VerifyResponse> =>
   Effect.gen(function* () {
+    // The EIP-3009 authorization read exactly as identify reads it from PAYMENT-SIGNATURE.
     const decoded = decodePayment(encodePaymentSignatureHeader(payload))
     const payer = decoded._tag === "Right" ? decoded.right.authorization.from : undefined
     const invalid = (invalidReason: string): VerifyResponse => ({ isValid: false, invalidReason, ...(payer ? { payer } : {}) })
@@ -24,7 +25,7 @@ const verdict = (chain: MemoryChain["Type"], payload: PaymentPayload, requiremen
     if (payload.accepted.network !== requirements.network || requirements.network !== NETWORK) return invalid("invalid_exact_evm_network_mismatch")
     if (decoded._tag === "Left") return invalid("unsupported_payload_type")
     const { authorization: a, signature } = decoded.right
-    if (!isAddressEqual(getAddress(requirements.asset), chain.asset)) return invalid("invalid_exact_evm_asset_not_deployed")
+    if (!isAddressEqual(getAddress(requirements.asset), chain.asset)) return invalid("asset_not_deployed_contract")
     if (requirements.extra["name"] !== TOKEN_DOMAIN.name) return invalid("invalid_exact_evm_token_name_mismatch")
     if (requirements.extra["version"] !== TOKEN_DOMAIN.version) return invalid("invalid_exact_evm_token_version_mismatch")
     const signer = yield* Effect.option(authorizationSigner(chain.asset, a, signature))

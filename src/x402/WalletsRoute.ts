@@ -15,17 +15,21 @@ const usdc = (units: bigint) => {
  * 200 `{ address, network, asset, usdc, units }` (`units` in 6-decimal base units as a decimal string; a wallet
  * never seen holds 100 USDC); 400 `invalid_request` when the path does not hold a 20-byte hex address.
  */
-export const WalletsRoute = HttpLayerRouter.add("GET", "/sandbox/wallets/:address", () =>
+export const WalletsRoute = HttpLayerRouter.use((router) =>
   Effect.gen(function* () {
     const chain = yield* MemoryChain
-    const { address } = yield* HttpRouter.params
-    if (address === undefined || !isAddress(address, { strict: false })) {
-      return HttpServerResponse.unsafeJson(
-        { _tag: "InvalidRequest", error: { code: "invalid_request", message: "the path must name a wallet: 0x followed by 40 hex digits" } },
-        { status: 400 }
-      )
-    }
-    const units = yield* chain.balanceOf(getAddress(address))
-    return HttpServerResponse.unsafeJson({ address: getAddress(address), network: NETWORK, asset: chain.asset, usdc: usdc(units), units: units.toString() })
+    yield* router.add("GET", "/sandbox/wallets/:address", () =>
+      Effect.gen(function* () {
+        const { address } = yield* HttpRouter.params
+        if (address === undefined || !isAddress(address, { strict: false })) {
+          return HttpServerResponse.unsafeJson(
+            { _tag: "InvalidRequest", error: { code: "invalid_request", message: "the path must name a wallet: 0x followed by 40 hex digits" } },
+            { status: 400 }
+          )
+        }
+        const units = yield* chain.balanceOf(getAddress(address))
+        return HttpServerResponse.unsafeJson({ address: getAddress(address), network: NETWORK, asset: chain.asset, usdc: usdc(units), units: units.toString() })
+      })
+    )
   })
 )

@@ -1,29 +1,15 @@
 /** The payment chain as x402 tests see it, on either chain: the memory chain of the sandbox, or the local hardhat chain. */
 import { Context, Effect, Layer } from "effect"
-import { type Address, type Hex, keccak256, toHex } from "viem"
-import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
+import { type Hex, keccak256, toHex } from "viem"
+import { privateKeyToAccount } from "viem/accounts"
 import { BASE_USDC } from "../../src/config.ts"
+import { ChainMemory } from "../../src/x402/ChainMemory.ts"
 import { MemoryChain, makeMemoryChain } from "../../src/x402/MemoryChain.ts"
-import { Chain } from "./chain.ts"
+import { Chain, type ChainAccounts, type LocalChain } from "./chain.ts"
 
-/** What a test reads and drives on a payment chain; the local chain (LocalChain) has all of it and more. */
-export interface PaymentChain {
-  readonly token: Address
-  readonly accounts: {
-    /** Payers holding 100 USDC each at start. */
-    readonly payers: ReadonlyArray<PrivateKeyAccount>
-    /** A wallet without funds. */
-    readonly pauper: PrivateKeyAccount
-    /** The seller (X402_PAY_TO). */
-    readonly payTo: PrivateKeyAccount
-  }
-  /** Env entries that point the server's x402 settings at this chain. */
-  readonly env: Readonly<Record<string, string>>
-  readonly balanceOf: (address: Address) => Promise<bigint>
-  readonly transfers: (from: Address, to: Address) => Promise<ReadonlyArray<{ readonly transactionHash: Hex; readonly value: bigint }>>
-  readonly authorizationUsed: (authorizer: Address, nonce: Hex) => Promise<boolean>
-  readonly pauseMining: () => Promise<void>
-  readonly resumeMining: () => Promise<void>
+/** What a test reads and drives on a payment chain: what the local chain (LocalChain) and the memory chain both have. */
+export type PaymentChain = Pick<LocalChain, "token" | "env" | "balanceOf" | "transfers" | "authorizationUsed" | "pauseMining" | "resumeMining"> & {
+  readonly accounts: Pick<ChainAccounts, "payers" | "pauper" | "payTo">
 }
 
 export class TestChain extends Context.Tag("test/TestChain")<TestChain, PaymentChain>() {
@@ -60,3 +46,6 @@ export class TestChain extends Context.Tag("test/TestChain")<TestChain, PaymentC
       })
     ).pipe(Layer.provideMerge(Layer.sync(MemoryChain, () => makeMemoryChain(BASE_USDC))))
 }
+
+/** The chain seam on the layer's MemoryChain, for a test server (`startServer({ chain })`). */
+export const memorySeam = Effect.map(MemoryChain, (chain) => ChainMemory.pipe(Layer.provide(Layer.succeed(MemoryChain, chain))))

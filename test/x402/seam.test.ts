@@ -11,10 +11,11 @@ import { ChainMemory } from "../../src/x402/ChainMemory.ts"
 import { PaymentStoreLive } from "../../src/x402/PaymentStore.ts"
 import { CHAIN_ID, TOKEN_DOMAIN } from "../../src/x402/protocol.ts"
 import { Verifier } from "../../src/x402/Verifier.ts"
-import { ChainFromSettings, X402Funding } from "../../src/x402/X402Funding.ts"
+import { ChainFromSettings, type X402Funding } from "../../src/x402/X402Funding.ts"
 import { TestChain } from "../support/memoryChain.ts"
 import { challenge, refusal, X402MemoryTest, X402Test } from "./layer.ts"
-import { header, signPayment, withBrokenSignature } from "./payer.ts"
+import { reserveAndCommit, retry } from "./chainSteps.ts"
+import { signPayment, withBrokenSignature } from "./payer.ts"
 
 const PRICE = 10_000n
 
@@ -56,17 +57,6 @@ const signWindow = (account: PrivateKeyAccount, window: { readonly validAfter: b
     return { x402Version: 2, resource: terms.resource, accepted, payload: { authorization, signature } } satisfies PaymentPayload
   })
 
-const pay = (payload: PaymentPayload, requestId: string) =>
-  Effect.gen(function* () {
-    const x402 = yield* X402Funding
-    const method = yield* x402.identify(header(payload))
-    const reservation = yield* method.reserve(requestId)
-    return yield* reservation.commit
-  })
-
-const retry = (payload: PaymentPayload, requestId: string) =>
-  Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(header(payload)), (m) => m.resume(requestId)))
-
 /** The verifier's verdict on the payment against the challenge's terms. */
 const verdict = (payload: PaymentPayload) =>
   Effect.gen(function* () {
@@ -88,14 +78,14 @@ for (const [name, chainLayer] of chains) {
           const before = { payer: yield* chainDo((c) => c.balanceOf(account.address)), payTo: yield* chainDo((c) => c.balanceOf(c.accounts.payTo.address)) }
           const payload = yield* sign(account)
           expect(yield* verdict(payload)).toMatchObject({ isValid: true })
-          const settled = yield* pay(payload, randomUUID())
+          const settled = yield* reserveAndCommit(payload, randomUUID())
           const receipt = receiptOf(settled.paymentResponse)
           expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer: account.address, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) })
           expect(yield* transfersFrom(account)).toEqual([{ transactionHash: receipt.transaction, value: PRICE }])
           expect(yield* chainDo((c) => c.balanceOf(account.address))).toBe(before.payer - PRICE)
           expect(yield* chainDo((c) => c.balanceOf(chain.accounts.payTo.address))).toBe(before.payTo + PRICE)
           // Replayed for another request: refused before the chain is asked; the chain itself says the nonce is spent.
-          const replay = yield* Effect.flip(pay(payload, randomUUID()))
+          const replay = yield* Effect.flip(reserveAndCommit(payload, randomUUID()))
           expect(replay).toMatchObject({ _tag: "Conflict", error: { code: "authorization_reused" } })
           expect(yield* verdict(payload)).toMatchObject({ isValid: false, invalidReason: "invalid_exact_evm_nonce_already_used" })
           expect(yield* transfersFrom(account)).toHaveLength(1)
@@ -104,7 +94,7 @@ for (const [name, chainLayer] of chains) {
       const refused = (payload: Effect.Effect<PaymentPayload, never, TestChain | X402Funding>, reason: string) =>
         Effect.gen(function* () {
           const signed = yield* payload
-          const { error } = yield* refusal(pay(signed, randomUUID()))
+          const { error } = yield* refusal(reserveAndCommit(signed, randomUUID()))
           expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment", message: expect.stringContaining(`(${reason})`) } })
           const from = getAddress((signed.payload["authorization"] as { from: Hex }).from)
           expect(yield* chainDo((c) => c.transfers(from, c.accounts.payTo.address))).toEqual([])
@@ -149,7 +139,7 @@ for (const [name, chainLayer] of chains) {
           const payload = yield* sign(account)
           const requestId = randomUUID()
           yield* chainDo((c) => c.pauseMining())
-          const pending = yield* Effect.flip(pay(payload, requestId))
+          const pending = yield* Effect.flip(reserveAndCommit(payload, requestId))
           expect(pending).toMatchObject({
             _tag: "ServiceUnavailable",
             error: { code: "payment_pending", request_id: requestId },
