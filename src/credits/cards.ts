@@ -259,6 +259,10 @@ export const makeCards = (options: { readonly live: boolean; readonly checkoutUr
     type
   })
 
+  const sessionEvent = (type: string) => (sessionId: string, now: number) => event(type, json.session(get(sessionId), false), now)
+  const refundEvent = (type: string) => (refundId: string, now: number) => event(type, json.refund(refundById(refundId)), now)
+  const disputeEvent = (type: string) => (disputeId: string, now: number) => event(type, json.dispute(disputeById(disputeId)), now)
+
   return {
     sessions,
     refunds,
@@ -348,19 +352,17 @@ export const makeCards = (options: { readonly live: boolean; readonly checkoutUr
     json,
     /** Event payloads as Stripe sends them, with each object as it stands now. */
     events: {
-      completed: (sessionId: string, now: number) => event("checkout.session.completed", json.session(get(sessionId), false), now),
-      asyncSucceeded: (sessionId: string, now: number) =>
-        event("checkout.session.async_payment_succeeded", json.session(get(sessionId), false), now),
-      asyncFailed: (sessionId: string, now: number) =>
-        event("checkout.session.async_payment_failed", json.session(get(sessionId), false), now),
-      expired: (sessionId: string, now: number) => event("checkout.session.expired", json.session(get(sessionId), false), now),
+      completed: sessionEvent("checkout.session.completed"),
+      asyncSucceeded: sessionEvent("checkout.session.async_payment_succeeded"),
+      asyncFailed: sessionEvent("checkout.session.async_payment_failed"),
+      expired: sessionEvent("checkout.session.expired"),
       chargeRefunded: (sessionId: string, now: number) => event("charge.refunded", json.charge(sessionId), now),
-      refundCreated: (refundId: string, now: number) => event("refund.created", json.refund(refundById(refundId)), now),
-      refundUpdated: (refundId: string, now: number) => event("refund.updated", json.refund(refundById(refundId)), now),
-      refundFailed: (refundId: string, now: number) => event("refund.failed", json.refund(refundById(refundId)), now),
-      disputeCreated: (disputeId: string, now: number) => event("charge.dispute.created", json.dispute(disputeById(disputeId)), now),
-      disputeUpdated: (disputeId: string, now: number) => event("charge.dispute.updated", json.dispute(disputeById(disputeId)), now),
-      disputeClosed: (disputeId: string, now: number) => event("charge.dispute.closed", json.dispute(disputeById(disputeId)), now)
+      refundCreated: refundEvent("refund.created"),
+      refundUpdated: refundEvent("refund.updated"),
+      refundFailed: refundEvent("refund.failed"),
+      disputeCreated: disputeEvent("charge.dispute.created"),
+      disputeUpdated: disputeEvent("charge.dispute.updated"),
+      disputeClosed: disputeEvent("charge.dispute.closed")
     }
   }
 }

@@ -109,44 +109,45 @@ const refusal = (e: SandboxRefused) => HttpServerResponse.unsafeJson({ error: { 
 const sessionIdParam = Effect.map(HttpLayerRouter.params, (p) => p["session_id"] ?? "")
 
 /** A browser's form post is sent back to the return URL; any other client gets JSON. */
-const wantsPage = (accept: string | undefined) => accept !== undefined && accept.includes("text/html")
+const wantsPage = (accept: string | undefined) => accept?.includes("text/html") === true
 
 /**
  * `GET /sandbox/checkout/{session_id}`, `POST /sandbox/checkout/{session_id}/pay` and `…/refund`; mounted only
  * with the in-memory processor (needs MemoryCards and Webhooks).
  */
-export const SandboxCheckoutRoutes = Layer.mergeAll(
-  HttpLayerRouter.add(
-    "GET",
-    "/sandbox/checkout/:session_id",
-    Effect.gen(function* () {
-      const sandbox = yield* SandboxCheckout
-      const s = yield* sandbox.session(yield* sessionIdParam)
-      return HttpServerResponse.html(checkoutPage(s))
-    }).pipe(
-      Effect.catchTag("SandboxRefused", (e) =>
-        Effect.succeed(
-          HttpServerResponse.html(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Checkout not found</title></head>
+export const SandboxCheckoutRoutes = HttpLayerRouter.use((router) =>
+  Effect.gen(function* () {
+    const sandbox = yield* SandboxCheckout
+    yield* router.add(
+      "GET",
+      "/sandbox/checkout/:session_id",
+      Effect.flatMap(sessionIdParam, sandbox.session).pipe(
+        Effect.map((s) => HttpServerResponse.html(checkoutPage(s))),
+        Effect.catchTag("SandboxRefused", (e) =>
+          Effect.succeed(
+            HttpServerResponse.html(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Checkout not found</title></head>
 <body><main><h1>Checkout not found</h1><p>${escapeHtml(e.message)}</p></main></body></html>`).pipe(HttpServerResponse.setStatus(e.status))
+          )
         )
       )
     )
-  ),
-  HttpLayerRouter.add("POST", "/sandbox/checkout/:session_id/pay", (request) =>
-    Effect.gen(function* () {
-      const sandbox = yield* SandboxCheckout
-      const paid = yield* sandbox.pay(yield* sessionIdParam)
-      return wantsPage(request.headers["accept"])
-        ? HttpServerResponse.redirect(paid.return_url, { status: 303 })
-        : HttpServerResponse.unsafeJson(paid)
-    }).pipe(Effect.catchTag("SandboxRefused", (e) => Effect.succeed(refusal(e))))
-  ),
-  HttpLayerRouter.add(
-    "POST",
-    "/sandbox/checkout/:session_id/refund",
-    Effect.gen(function* () {
-      const sandbox = yield* SandboxCheckout
-      return HttpServerResponse.unsafeJson(yield* sandbox.refund(yield* sessionIdParam))
-    }).pipe(Effect.catchTag("SandboxRefused", (e) => Effect.succeed(refusal(e))))
-  )
+    yield* router.add("POST", "/sandbox/checkout/:session_id/pay", (request) =>
+      Effect.flatMap(sessionIdParam, sandbox.pay).pipe(
+        Effect.map((paid) =>
+          wantsPage(request.headers["accept"])
+            ? HttpServerResponse.redirect(paid.return_url, { status: 303 })
+            : HttpServerResponse.unsafeJson(paid)
+        ),
+        Effect.catchTag("SandboxRefused", (e) => Effect.succeed(refusal(e)))
+      )
+    )
+    yield* router.add(
+      "POST",
+      "/sandbox/checkout/:session_id/refund",
+      Effect.flatMap(sessionIdParam, sandbox.refund).pipe(
+        Effect.map((refunded) => HttpServerResponse.unsafeJson(refunded)),
+        Effect.catchTag("SandboxRefused", (e) => Effect.succeed(refusal(e)))
+      )
+    )
+  })
 ).pipe(Layer.provide(SandboxCheckout.Default))
