@@ -4,7 +4,8 @@ import foods from "./0002_foods.ts"
 import credits from "./0003_credits.ts"
 import x402 from "./0004_x402.ts"
 import limits from "./0005_limits.ts"
-import creditReversals from "./0006_credit_reversals.ts"
+import x402SettlerNonces from "./0006_x402_settler_nonces.ts"
+import creditReversals from "./0007_credit_reversals.ts"
 
 export const migrations = {
   "0001_core": core,
@@ -12,5 +13,6 @@ export const migrations = {
   "0003_credits": credits,
   "0004_x402": x402,
   "0005_limits": limits,
-  "0006_credit_reversals": creditReversals
+  "0006_x402_settler_nonces": x402SettlerNonces,
+  "0007_credit_reversals": creditReversals
 }

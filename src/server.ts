@@ -1,10 +1,10 @@
 /** The one composition of the service: routes, middleware, features and infrastructure. */
 import { createServer } from "node:http"
-import { type Etag, HttpApiScalar, HttpLayerRouter, type HttpPlatform, type HttpServer, HttpServerResponse } from "@effect/platform"
+import { type Etag, HttpApiScalar, HttpLayerRouter, type HttpPlatform, HttpServer, HttpServerResponse } from "@effect/platform"
 import { type NodeContext, NodeHttpServer } from "@effect/platform-node"
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { AdminRoute } from "./admin/AdminRoute.ts"
 import { AnalyzerLive } from "./analysis/Analyzer.ts"
 import type { Funding } from "./analysis/Funding.ts"
@@ -26,6 +26,10 @@ import { HealthHttpLive } from "./http/health.ts"
 import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
+import { announce } from "./observability/banner.ts"
+import { MetricsRoutes } from "./observability/metrics.ts"
+import { TracingLive } from "./observability/tracing.ts"
+import { WebRoute } from "./web/WebRoute.ts"
 import { PaymentResolutions } from "./x402/Reconciler.ts"
 import { type ChainServices, X402Funding, X402Layer } from "./x402/X402Funding.ts"
 
@@ -46,7 +50,9 @@ const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>
 
 /** The service's own routes, plus any a composition adds (the sandbox's pages and middleware), behind the transport guard. */
 export const routesWith = <E, R>(extra: Layer.Layer<never, E, R>) =>
-  Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, NotFoundRoute, extra).pipe(Layer.provide(TransportGuard))
+  Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, WebRoute, MetricsRoutes, NotFoundRoute, extra).pipe(
+    Layer.provide(TransportGuard)
+  )
 
 /** Every route behind the transport guard. */
 export const Routes = routesWith(Layer.empty)
@@ -149,7 +155,8 @@ export const serveDependencies = <E, R, EF = never, RF = never, ER = never, RR =
     Layer.provide(dependencies),
     Layer.provide(routeServices),
     Layer.provide(features),
-    Layer.provide(RequestStoreLive)
+    Layer.provide(RequestStoreLive),
+    Layer.provide(TracingLive)
   )
 
 /**
@@ -169,7 +176,7 @@ export const serveWith = <const P extends Parts>(parts: P) => {
   const routeServices = (parts.routeServices ?? Layer.empty) as Exact<NonNullable<P["routeServices"]>, Layer.Layer.Success<NonNullable<P["routeServices"]>>>
   return serveDependencies(dependencies, features, routes, routeServices).pipe(
     Layer.provideMerge(parts.http as Exact<P["http"], Layer.Layer.Success<P["http"]>>),
-    Layer.provide(parts.database as Exact<P["database"], Layer.Layer.Success<P["database"]>>)
+    Layer.provideMerge(parts.database as Exact<P["database"], Layer.Layer.Success<P["database"]>>)
   )
 }
 
@@ -182,6 +189,8 @@ export const ServerLive = Layer.unwrapEffect(
       limits: LimitsLive,
       database: Database.layer,
       http: NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })
-    }).pipe(Layer.tap(() => Effect.logInfo(`morsel listening on http://${settings.host}:${settings.port}`)))
+    }).pipe(
+      Layer.tap((context) => announce(settings, HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)).pipe(Effect.provide(context)))
+    )
   )
 ).pipe(Layer.provide(AppConfig.layer))

@@ -26,7 +26,7 @@ import { SandboxMiddleware, Scenario, withScenarioLimits, withScenarioPayments, 
 export const SANDBOX_PAY_TO = "0x5a4db0c55a4db0c55a4db0c55a4db0c55a4db0c5"
 
 /** What the sandbox reads from the environment: where it listens, how it logs, deadlines and limits. */
-const KEPT = /^(HOST|PORT|PUBLIC_BASE_URL|TRUSTED_ORIGINS|ADMIN_TOKEN|LOG_LEVEL|LOG_FORMAT|ANALYSIS_TIMEOUT_MS|X402_CONFIRM_TIMEOUT_MS|LIMIT_[A-Z_]+)$/
+const KEPT = /^(HOST|PORT|PUBLIC_BASE_URL|TRUSTED_ORIGINS|ADMIN_TOKEN|LOG_LEVEL|LOG_FORMAT|METRICS|OTEL_EXPORTER_OTLP_ENDPOINT|ANALYSIS_TIMEOUT_MS|X402_CONFIRM_TIMEOUT_MS|LIMIT_[A-Z_]+)$/
 
 const GENEROUS = "100000"
 

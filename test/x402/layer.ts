@@ -1,5 +1,6 @@
 /** The x402 services on a real local chain and a fresh test database, configured like production through the environment. */
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { SqlClient } from "@effect/sql"
 import { decodePaymentRequiredHeader } from "@x402/core/http"
 import type { PaymentRequired as X402PaymentRequired } from "@x402/core/types"
 import { Effect, FiberRef, Layer, Option, type Scope } from "effect"
@@ -29,7 +30,7 @@ export const X402Test = (
     /** Extra settings, possibly from resources started for the test (a facilitator). */
     readonly env?: (chain: LocalChain) => Effect.Effect<Readonly<Record<string, string>>, never, Scope.Scope>
     readonly reconciler?: ReconcilerOptions
-    readonly resolutions?: Layer.Layer<PaymentResolutions>
+    readonly resolutions?: Layer.Layer<PaymentResolutions, never, SqlClient.SqlClient>
     readonly payers?: number
   } = {}
 ) =>

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
+import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { PrivateKeyAccount } from "viem/accounts"
@@ -59,6 +60,21 @@ describe("x402 verification before any work", () => {
         sign(payer0, (r) => ({ ...r, maxTimeoutSeconds: 60 })),
         /expires too soon: it must stay valid for at least \d+ seconds/
       ))
+
+    // validBefore = now + maxTimeoutSeconds: the challenge offers 600 s, a margin of 60 s covers clock skew.
+    for (const [what, seconds] of [
+      ["an hour", 3600],
+      ["beyond 64 bits", 2 ** 65]
+    ] as const) {
+      it.effect(`an authorization valid for ${what} is refused before anything is stored`, () =>
+        Effect.gen(function* () {
+          const payload = yield* sign(payer0, (r) => ({ ...r, maxTimeoutSeconds: seconds }))
+          yield* refusedWith(Effect.succeed(payload), /valid for too long: validBefore may be at most 660 seconds ahead/)
+          const sql = yield* SqlClient.SqlClient
+          const stored = yield* sql`SELECT 1 FROM x402_payments WHERE auth_nonce = ${authorizationOf(payload).nonce}`.pipe(Effect.orDie)
+          expect(stored).toEqual([])
+        }))
+    }
 
     it.effect("under-funded wallet", () =>
       refusedWith(
