@@ -7,7 +7,7 @@ import { Forbidden, InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from
 /** The largest valid request is a 2,666,668-character image plus a few short fields. */
 export const MAX_BODY_BYTES = 2_700_000
 
-export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id"]
+export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
   "Content-Type",
   "Authorization",
@@ -15,7 +15,8 @@ const ALLOWED_HEADERS = [
   "PAYMENT-SIGNATURE",
   "Mcp-Session-Id",
   "Mcp-Protocol-Version",
-  "Last-Event-ID"
+  "Last-Event-ID",
+  "Sandbox-Scenario"
 ]
 
 type TransportError = Forbidden | PayloadTooLarge | UnsupportedMediaType | InvalidRequest
@@ -44,6 +45,9 @@ const bodyTooLarge = new PayloadTooLarge({
 /** Rejects a bad body before any route reads it; the text read here is cached for the route. */
 const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
+    // A POST without a body (the sandbox checkout's Pay button, `fetch(url, { method: "POST" })`) has nothing to check.
+    const declared = Number(request.headers["content-length"] ?? "0")
+    if (declared === 0 && request.headers["transfer-encoding"] === undefined) return Option.none()
     if (!isJson(request.headers["content-type"])) {
       return Option.some(
         errorResponse(
@@ -53,7 +57,6 @@ const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
         )
       )
     }
-    const declared = Number(request.headers["content-length"] ?? "0")
     if (declared > MAX_BODY_BYTES) return Option.some(errorResponse(bodyTooLarge))
     if (streamsOwnBody(request.url)) return Option.none()
     const read = yield* request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)), Effect.either)
