@@ -277,8 +277,10 @@ async function analyze(event) {
     return
   }
   const body = analysisRequest()
-  const same = state.pending && JSON.stringify(state.pending.body) === JSON.stringify(body)
-  state.pending = same ? state.pending : { body, key: idempotencyKey() }
+  const scenario = state.health?.sandbox ? $("scenario").value : ""
+  // The same photo and choices again is the same request: it replays, and is never charged twice.
+  const same = state.pending && JSON.stringify(state.pending.body) === JSON.stringify(body) && state.pending.scenario === scenario
+  state.pending = same ? state.pending : { body, scenario, key: idempotencyKey() }
   await send(state.pending)
 }
 
@@ -288,8 +290,7 @@ async function send(request) {
   analyzeButton.disabled = true
   showMessage("Analysing the photo…")
   const headers = { "Idempotency-Key": request.key }
-  const scenario = $("scenario").value
-  if (state.health?.sandbox && scenario) headers["Sandbox-Scenario"] = scenario
+  if (request.scenario) headers["Sandbox-Scenario"] = request.scenario
   const reply = await call("POST", "/v1/analyze", { key: currentKey() || undefined, headers, body: request.body })
   analyzeButton.disabled = false
   if (reply.status === 200) {
