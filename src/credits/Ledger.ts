@@ -16,7 +16,8 @@
  */
 import { randomUUID } from "node:crypto"
 import { SqlClient, type SqlError } from "@effect/sql"
-import { Clock, Data, Effect, Option } from "effect"
+import { Clock, Data, Effect, Metric, Option } from "effect"
+import { creditsGranted } from "../observability/metrics.ts"
 
 /** Credits in one pack bought for USD 5.00. */
 export const PACK_CREDITS: 500 = 500
@@ -110,7 +111,10 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
           UPDATE credit_orders SET state = 'paid', updated_at = ${at}
           WHERE order_id = ${orderId} AND state NOT IN ('paid', 'reversed')`
         return granted
-      }).pipe(sql.withTransaction)
+      }).pipe(
+        sql.withTransaction,
+        Effect.tap((granted) => (granted ? Metric.incrementBy(creditsGranted, PACK_CREDITS) : Effect.void))
+      )
 
     /** The next cycle number of an order's `kind` entries (reversal or restoration). */
     const nextCycle = (orderId: string, kind: "reversal" | "restoration") =>

@@ -93,7 +93,7 @@ describe("morsel serve --sandbox", () => {
     url = `http://127.0.0.1:${port}`
     child = spawn(process.execPath, [join(root, "bin/morsel.js"), "serve", "--sandbox"], {
       cwd: root,
-      env: { PATH: process.env["PATH"] ?? "", PORT: String(port) },
+      env: { PATH: process.env["PATH"] ?? "", PORT: String(port), METRICS: "on", LOG_FORMAT: "json" },
       stdio: ["ignore", "pipe", "pipe"]
     })
     child.stdout?.on("data", (chunk) => (output += chunk))
@@ -225,4 +225,30 @@ describe("morsel serve --sandbox", () => {
     expect(refused.status).toBe(400)
     expect(await balance(key)).toBe(500)
   }, 60_000)
+
+  it("METRICS=on: the counters moved with the credit analyses, the x402 payments and the failures above", async () => {
+    const metrics = await call("/metrics")
+    expect(metrics.status).toBe(200)
+    const sample = (series: string) => Number(metrics.text.split("\n").find((l) => l.startsWith(`${series} `))?.slice(series.length + 1))
+    // Credits: four packs bought, two spent (REST and MCP above); x402: two paid, one of them pending first.
+    expect(sample("morsel_credits_granted_total")).toBe(2000)
+    expect(sample("morsel_credits_consumed_total")).toBeGreaterThanOrEqual(2)
+    expect(sample('morsel_x402_settlements_total{outcome="settled"}')).toBeGreaterThanOrEqual(2)
+    expect(sample('morsel_x402_settlements_total{outcome="payment_pending"}')).toBe(1)
+    expect(sample('morsel_analyses_total{outcome="analysis_failed"}')).toBe(2)
+    expect(sample('morsel_analyses_total{outcome="no_food_detected"}')).toBe(2)
+    expect(sample('morsel_http_requests_total{route="/v1/analyze",status="200"}')).toBeGreaterThanOrEqual(3)
+    expect(sample("morsel_x402_pending")).toBe(0)
+
+    // Every line logged about an analysis names it and how it is paid.
+    const finished = output
+      .split("\n")
+      .filter((line) => line.includes('"analysis finished"'))
+      .map((line) => JSON.parse(line) as { annotations: Record<string, unknown> })
+    expect(finished.length).toBeGreaterThanOrEqual(5)
+    for (const line of finished) {
+      expect(line.annotations["request_id"]).toMatch(/^[0-9a-f-]{36}$/)
+      expect(["credit", "x402"]).toContain(line.annotations["funding"])
+    }
+  })
 })
