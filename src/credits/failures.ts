@@ -12,7 +12,7 @@ export const invalidKey = () =>
 
 export const paymentsUnavailable = () =>
   new ServiceUnavailable({
-    error: { code: "payments_unavailable", message: "Card payments are not configured on this server." }
+    error: { code: "payments_unavailable", message: "card payments are not configured on this server (its operator sets STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET); pay per call with x402 instead" }
   })
 
 export const processorUnavailable = () =>

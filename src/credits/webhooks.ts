@@ -138,7 +138,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("morsel/credits/Webhook
      */
     const receive = (rawBody: Option.Option<string>, signature: string | undefined): Effect.Effect<WebhookAnswer> =>
       Effect.gen(function* () {
-        if (!processor.enabled) return answer(503, "payments_unavailable", "Card payments are not configured on this server.")
+        if (!processor.enabled) return answer(503, "payments_unavailable", "card payments are not configured on this server (STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET)")
         if (Option.isNone(rawBody) || signature === undefined) {
           return answer(400, "invalid_signature", "Missing body or Stripe-Signature header.")
         }

@@ -157,7 +157,7 @@ export const errorResult = (failure: AnalyzeError, forTool: (challenge: X402Paym
   }
   const pending = failure._tag === "ServiceUnavailable" ? Option.fromNullable(failure.payment_response) : Option.none()
   const retryAfter =
-    failure._tag === "TooManyRequests" || failure._tag === "ServiceUnavailable" ? Option.some(retryAfterSeconds(failure)) : Option.none()
+    failure._tag === "TooManyRequests" || failure._tag === "ServiceUnavailable" ? Option.fromNullable(retryAfterSeconds(failure)) : Option.none()
   const body = {
     error: failure.error,
     ...Option.match(pending, { onNone: () => ({}), onSome: (receipt) => ({ payment_response: receipt }) }),
