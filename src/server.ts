@@ -1,5 +1,4 @@
 /** The one composition of the service: routes, middleware, features and infrastructure. */
-import { createServer } from "node:http"
 import { HttpApiScalar, HttpLayerRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
@@ -19,6 +18,7 @@ import type { FoodDb } from "./foods/FoodDb.ts"
 import { FoodDbLive } from "./foods/FoodDbLive.ts"
 import { MorselApi } from "./http/Api.ts"
 import { HealthHttpLive } from "./http/health.ts"
+import { createServerAnsweringUntilReady } from "./http/nodeServer.ts"
 import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
@@ -98,7 +98,7 @@ export const serveWith = <E, R>(dependencies: Layer.Layer<Dependencies, E, R>) =
 export const ServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (settings) =>
     serveWith(LiveDependencies).pipe(
-      Layer.provide(NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })),
+      Layer.provide(NodeHttpServer.layer(createServerAnsweringUntilReady, { host: settings.host, port: settings.port })),
       Layer.provide(Database.layer),
       Layer.tap(() => Effect.logInfo(`morsel listening on http://${settings.host}:${settings.port}`))
     )

@@ -135,7 +135,7 @@ export class AnalysisFailed extends Schema.TaggedError<AnalysisFailed>()(
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
   {
-    error: detail("payment_pending", "model_unavailable", "payments_unavailable", "storage_unavailable", "processor_unavailable"),
+    error: detail("payment_pending", "model_unavailable", "payments_unavailable", "storage_unavailable", "processor_unavailable", "starting"),
     payment_response: Schema.optional(Schema.Unknown.annotations({ description: "Pending settlement receipt (payment_pending only)" }))
   },
   HttpApiSchema.annotations({ status: 503, description: "Read error.code; payment_pending: retry the same request and authorization after 60 s" })

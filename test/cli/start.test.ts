@@ -1,67 +1,24 @@
 // `npm start` on a fresh checkout: serves with no settings, and its embedded database survives a restart.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { newCreditKey } from "../../src/credits/keys.ts"
 import { type FakeStripe, startFakeStripe } from "../support/fakeStripe.ts"
 import { send } from "../support/http.ts"
+import { serve, stop } from "../support/process.ts"
 
 const root = join(import.meta.dirname, "../..")
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const address = probe.address()
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0))
-    })
-  })
-
-const waitForHealth = async (url: string, child: ChildProcess, output: () => string) => {
-  for (let i = 0; i < 200; i++) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${output()}`)
-    try {
-      const answer = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })
-      if (answer.ok) return answer
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`server did not answer /health: ${output()}`)
-}
-
-const stop = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once("exit", () => resolve())
-    child.kill("SIGTERM")
-  })
-
-/** Runs the built CLI like `npm start` does, with only the given settings. */
-const serve = async (env: Record<string, string>) => {
-  const port = await freePort()
-  let output = ""
-  const child = spawn(process.execPath, [join(root, "bin/morsel.js"), "serve"], {
-    cwd: root,
-    env: { PATH: process.env["PATH"] ?? "", PORT: String(port), ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  child.stdout?.on("data", (chunk) => (output += chunk))
-  child.stderr?.on("data", (chunk) => (output += chunk))
-  const url = `http://127.0.0.1:${port}`
-  await waitForHealth(url, child, () => output)
-  return { url, child, output: () => output }
-}
 
 describe("npm start", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "morsel-start-"))
   let stripe: FakeStripe
 
   beforeAll(async () => {
-    execFileSync("npm", ["run", "build"], { cwd: root, stdio: "ignore" })
+    // Asynchronously: a blocked worker misses its test runner's heartbeats on a busy machine.
+    await promisify(execFile)("npm", ["run", "build"], { cwd: root })
     stripe = await startFakeStripe()
   }, 120_000)
   afterAll(async () => {
@@ -80,7 +37,7 @@ describe("npm start", () => {
       })
       expect(analyze.status).toBe(400)
     } finally {
-      await stop(server.child)
+      await stop(server)
     }
   }, 60_000)
 
@@ -97,7 +54,7 @@ describe("npm start", () => {
       const confirm = await send(`${first.url}/v1/credits/confirm`, { body: { session_id: sessionId }, headers: auth })
       expect(confirm.body).toMatchObject({ credits_remaining: 500, blocked: false, test_mode: true })
     } finally {
-      await stop(first.child)
+      await stop(first)
     }
     const second = await serve(env)
     try {
@@ -105,7 +62,7 @@ describe("npm start", () => {
       expect(balance.status).toBe(200)
       expect(balance.body).toMatchObject({ credits_remaining: 500, blocked: false, test_mode: true })
     } finally {
-      await stop(second.child)
+      await stop(second)
     }
   }, 90_000)
 })
