@@ -1,7 +1,7 @@
 /** The one composition of the service: routes, middleware, features and infrastructure. */
-import { HttpApiScalar, HttpLayerRouter, HttpServerResponse } from "@effect/platform"
+import { HttpApiScalar, HttpLayerRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { AdminRoute } from "./admin/AdminRoute.ts"
 import { AnalyzerLive } from "./analysis/Analyzer.ts"
 import type { Funding } from "./analysis/Funding.ts"
@@ -22,8 +22,12 @@ import { createServerAnsweringUntilReady } from "./http/nodeServer.ts"
 import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
+import { announce } from "./observability/banner.ts"
+import { MetricsRoutes } from "./observability/metrics.ts"
+import { TracingLive } from "./observability/tracing.ts"
+import { WebRoute } from "./web/WebRoute.ts"
 import { PaymentResolutions } from "./x402/Reconciler.ts"
-import { X402Funding, X402Layer } from "./x402/X402Funding.ts"
+import { type ChainServices, X402Funding, X402Layer } from "./x402/X402Funding.ts"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(MorselApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([HealthHttpLive, AnalysisHttpLive, CreditsApiLive])
@@ -41,7 +45,9 @@ const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>
 )
 
 /** Every route behind the transport guard. */
-export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, NotFoundRoute).pipe(Layer.provide(TransportGuard))
+export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, WebRoute, MetricsRoutes, NotFoundRoute).pipe(
+  Layer.provide(TransportGuard)
+)
 
 /** The outside dependencies of the analysis, replaceable in tests. */
 export type Dependencies = VisionModel | FoodDb | Funding | Limits
@@ -59,8 +65,14 @@ const PaymentResolutionsLive = Layer.effect(
   )
 )
 
-/** The features' own services on PostgreSQL; needs AppConfig, SqlClient and RequestStore. */
-export const FeatureServices = Layer.merge(CreditsServicesLive, X402Layer().pipe(Layer.provide(PaymentResolutionsLive)))
+/**
+ * The features' own services on PostgreSQL, x402 on the given chain seam (the one the settings choose by default,
+ * `ChainMemory` for the sandbox and tests); needs AppConfig, SqlClient and RequestStore.
+ */
+export const FeatureServicesOn = <E = never, R = never>(chain?: Layer.Layer<ChainServices, E, R>) =>
+  Layer.merge(CreditsServicesLive, X402Layer({}, chain).pipe(Layer.provide(PaymentResolutionsLive)))
+
+export const FeatureServices = FeatureServicesOn()
 
 /** Card credits for a Bearer key, x402 for a PAYMENT-SIGNATURE. */
 export const FundingLive = FundingRouterLive(
@@ -84,23 +96,27 @@ export const FundingLive = FundingRouterLive(
 /** The outside dependencies as they run in production. */
 export const LiveDependencies = Layer.mergeAll(VisionModelLive, FoodDbLive, FundingLive, LimitsLive)
 
-/** Serves Routes with the analysis pipeline on the given dependencies; needs AppConfig, the database and an HTTP server. */
-export const serveWith = <E, R>(dependencies: Layer.Layer<Dependencies, E, R>) =>
+/**
+ * Serves Routes with the analysis pipeline on the given dependencies and chain seam (the settings' choice by
+ * default); needs AppConfig, the database and an HTTP server.
+ */
+export const serveWith = <E, R, EC = never, RC = never>(dependencies: Layer.Layer<Dependencies, E, R>, chain?: Layer.Layer<ChainServices, EC, RC>) =>
   Layer.merge(HttpLayerRouter.serve(Routes, { disableListenLog: true }), StaleAttemptSweeperLive).pipe(
     Layer.provide(AnalyzeRequestsLive),
     Layer.provide(AnalyzerLive),
     Layer.provide(dependencies),
-    Layer.provide(FeatureServices),
-    Layer.provide(RequestStoreLive)
+    Layer.provide(FeatureServicesOn(chain)),
+    Layer.provide(RequestStoreLive),
+    Layer.provide(TracingLive)
   )
 
 /** The production server: settings from the environment, the configured database, a real port. */
 export const ServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (settings) =>
     serveWith(LiveDependencies).pipe(
-      Layer.provide(NodeHttpServer.layer(createServerAnsweringUntilReady, { host: settings.host, port: settings.port })),
-      Layer.provide(Database.layer),
-      Layer.tap(() => Effect.logInfo(`morsel listening on http://${settings.host}:${settings.port}`))
+      Layer.provideMerge(NodeHttpServer.layer(createServerAnsweringUntilReady, { host: settings.host, port: settings.port })),
+      Layer.provideMerge(Database.layer),
+      Layer.tap((context) => announce(settings, HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)).pipe(Effect.provide(context)))
     )
   )
 ).pipe(Layer.provide(AppConfig.layer))

@@ -119,6 +119,18 @@ const normaliseDecodeError = (response: HttpServerResponse.HttpServerResponse) =
   })
 }
 
+const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]"])
+
+/**
+ * A page of this service opened on a loopback name (localhost or 127.0.0.1, the port it was reached on) is the
+ * service itself. The Host must be a loopback name too, so a rebound DNS name pointing at 127.0.0.1 is not.
+ */
+const isOwnLoopbackOrigin = (origin: string, host: string | undefined) => {
+  if (!URL.canParse(origin)) return false
+  const url = new URL(origin)
+  return url.protocol === "http:" && url.host === host && LOOPBACK_NAMES.has(url.hostname)
+}
+
 /** The answer when nothing else gave one; the cause goes to the log, never to the caller. */
 const internalError = HttpServerResponse.unsafeJson(
   { _tag: "InternalServerError", error: { code: "internal_error", message: "the service failed unexpectedly; retry the same request later" } },
@@ -149,7 +161,7 @@ export const TransportGuard = HttpLayerRouter.middleware(
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const origin = request.headers["origin"]
-        if (origin !== undefined && !trusted.has(origin)) {
+        if (origin !== undefined && !trusted.has(origin) && !isOwnLoopbackOrigin(origin, request.headers["host"])) {
           return errorResponse(
             new Forbidden({ error: { code: "untrusted_origin", message: capMessage(`browser origin ${origin} is not trusted by this service`) } })
           )

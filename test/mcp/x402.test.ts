@@ -1,4 +1,4 @@
-// The tool interface at /mcp paid per call with x402 (v2 MCP transport) on the local chain: the official MCP and x402 clients.
+// The tool interface at /mcp paid per call with x402 (v2 MCP transport) on the memory chain: the official MCP and x402 clients.
 import { describe, expect, layer } from "@effect/vitest"
 import type { PaymentRequired as X402PaymentRequired } from "@x402/core/types"
 import { Context, Effect, Layer } from "effect"
@@ -6,7 +6,7 @@ import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
 import { Limits } from "../../src/limits/Limits.ts"
 import { FundingLive } from "../../src/server.ts"
-import { Chain, type LocalChain } from "../support/chain.ts"
+import { memorySeam, type PaymentChain, TestChain } from "../support/memoryChain.ts"
 import { type FakeOpenAI, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import type { FakeStripe } from "../support/fakeStripe.ts"
 import { isRecord } from "../support/http.ts"
@@ -21,22 +21,23 @@ const PRICE = 10_000n
 
 class Service extends Context.Tag("test/McpX402Service")<
   Service,
-  { readonly url: string; readonly model: FakeOpenAI; readonly chain: LocalChain; readonly stripe: FakeStripe }
+  { readonly url: string; readonly model: FakeOpenAI; readonly chain: PaymentChain; readonly stripe: FakeStripe }
 >() {}
 
 const ServiceLive = Layer.scoped(
   Service,
   Effect.gen(function* () {
-    const chain = yield* Chain
+    const chain = yield* TestChain
     const stripe = yield* fakeStripe
     const model = yield* startFakeOpenAI()
     const { url } = yield* startServer({
       env: { ...x402Env(chain), ...stripe.env, OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: model.url, VISION_MODEL: "fake-vision-1" },
-      dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, Limits.unlimited)
+      dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, Limits.unlimited),
+      chain: yield* memorySeam
     })
     return { url, model, chain, stripe }
   })
-).pipe(Layer.provide(Chain.layer({ payers: 4 })))
+).pipe(Layer.provide(TestChain.memory({ payers: 4 })))
 
 const photo = await makeImage(640, 480, "jpeg")
 const image = { image_base64: photo.base64, mime_type: photo.mime }
@@ -61,7 +62,7 @@ const sign = (i: number, challenge: X402PaymentRequired) =>
 
 describe("MCP tool interface paid with x402", () => {
   // The server and the chain run on the real clock.
-  layer(ServiceLive, { excludeTestServices: true })("on the local chain", (it) => {
+  layer(ServiceLive, { excludeTestServices: true })("on the memory chain", (it) => {
     it.scoped("without payment: isError with the x402 PaymentRequired (accepts) as structuredContent and first text; nothing runs", () =>
       Effect.gen(function* () {
         const { chain, model } = yield* Service

@@ -8,6 +8,8 @@ import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../src/config.ts"
 import { LoggingLive } from "../../src/logging.ts"
 import { type Dependencies, type FeatureServices, serveWith } from "../../src/server.ts"
+import type { PaymentStore } from "../../src/x402/PaymentStore.ts"
+import type { ChainServices } from "../../src/x402/X402Funding.ts"
 import { TestDatabase } from "./database.ts"
 
 export interface TestServer {
@@ -30,12 +32,14 @@ export const startServer = (options: {
     unknown,
     AppConfig | SqlClient.SqlClient | PgClient.PgClient | Layer.Layer.Success<typeof FeatureServices>
   >
+  /** The x402 chain seam, e.g. ChainMemory on the test's MemoryChain; default: the one the settings choose. */
+  readonly chain?: Layer.Layer<ChainServices, never, AppConfig | PaymentStore>
   /** A database already built by the test (to share it between servers or inspect it); default: a fresh one. */
   readonly database?: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient>
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const config = AppConfig.fromEnv({ ...baseEnv, ...options.env }).pipe(Layer.orDie)
-    const app = serveWith(options.dependencies).pipe(
+    const app = serveWith(options.dependencies, options.chain).pipe(
       Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })),
       Layer.provide(options.database ?? TestDatabase),
       Layer.provide(LoggingLive),
