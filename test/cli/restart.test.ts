@@ -11,9 +11,8 @@ import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { type FakeStripe, startFakeStripe } from "../support/fakeStripe.ts"
 import { send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
-import { crash, freePort, type ServerProcess, serve, stop } from "../support/process.ts"
+import { crash, freePort, root, type Served, serveProcess } from "../support/process.ts"
 
-const root = join(import.meta.dirname, "../..")
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 type Outcome = { readonly kind: "answered"; readonly status: number } | { readonly kind: "refused" | "reset" | "hung"; readonly detail: string }
@@ -45,9 +44,9 @@ const probeContinuously = (url: string, everyMs: number, patienceMs: number) => 
 describe("SIGKILL and restart of the built server", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "morsel-restart-"))
   let stripe: FakeStripe
-  const running: Array<ServerProcess> = []
+  const running: Array<Served> = []
   const start = async (env: Record<string, string>, port: number) => {
-    const server = await serve(env, port)
+    const server = await serveProcess([], env, port)
     running.push(server)
     return server
   }
@@ -58,7 +57,7 @@ describe("SIGKILL and restart of the built server", () => {
     stripe = await startFakeStripe()
   }, 180_000)
   afterAll(async () => {
-    await Promise.all(running.map(stop))
+    await Promise.all(running.map((server) => server.stop()))
     await stripe?.close()
     rmSync(dataDir, { recursive: true, force: true })
   })
@@ -73,7 +72,7 @@ describe("SIGKILL and restart of the built server", () => {
     const second = await start(env, port)
     await sleep(300)
     const outcomes = await finish()
-    await stop(second)
+    await second.stop()
 
     const hung = outcomes.filter((o) => o.kind === "hung")
     expect(hung, `${hung.length} of ${outcomes.length} probes got no answer`).toEqual([])

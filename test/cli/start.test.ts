@@ -9,9 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { newCreditKey } from "../../src/credits/keys.ts"
 import { type FakeStripe, startFakeStripe } from "../support/fakeStripe.ts"
 import { send } from "../support/http.ts"
-import { freePort, serve, stop } from "../support/process.ts"
-
-const root = join(import.meta.dirname, "../..")
+import { freePort, root, serveProcess } from "../support/process.ts"
 
 /** The banner follows the first answers by a moment: wait for a line of it. */
 const waitForOutput = async (output: () => string, text: string) => {
@@ -34,7 +32,7 @@ describe("npm start", () => {
   })
 
   it("serves with no settings at all", async () => {
-    const server = await serve({ MORSEL_DATA_DIR: join(dataDir, "bare") })
+    const server = await serveProcess([], { MORSEL_DATA_DIR: join(dataDir, "bare") })
     try {
       const health = await send(`${server.url}/health`)
       expect(health.body).toMatchObject({ status: "ok", payment_network: "eip155:8453", x402_enabled: false, card_credits_enabled: false })
@@ -61,7 +59,7 @@ describe("npm start", () => {
         }
       })
     } finally {
-      await stop(server)
+      await server.stop()
     }
   }, 150_000)
 
@@ -91,7 +89,7 @@ describe("npm start", () => {
     const env = { MORSEL_DATA_DIR: join(dataDir, "shop"), ...stripe.env }
     const key = newCreditKey(true)
     const auth = { authorization: `Bearer ${key}` }
-    const first = await serve({ ...env, LOG_FORMAT: "pretty" })
+    const first = await serveProcess([], { ...env, LOG_FORMAT: "pretty" })
     try {
       // LOG_FORMAT=pretty: the banner in words, one part a line.
       await waitForOutput(first.output, "food records")
@@ -105,15 +103,15 @@ describe("npm start", () => {
       const confirm = await send(`${first.url}/v1/credits/confirm`, { body: { session_id: sessionId }, headers: auth })
       expect(confirm.body).toMatchObject({ credits_remaining: 500, blocked: false, test_mode: true })
     } finally {
-      await stop(first)
+      await first.stop()
     }
-    const second = await serve(env)
+    const second = await serveProcess([], env)
     try {
       const balance = await send(`${second.url}/v1/credits/balance`, { headers: auth })
       expect(balance.status).toBe(200)
       expect(balance.body).toMatchObject({ credits_remaining: 500, blocked: false, test_mode: true })
     } finally {
-      await stop(second)
+      await second.stop()
     }
   }, 240_000)
 })

@@ -273,15 +273,6 @@ describe("credits over HTTP", () => {
         expect(Number(globalLimited.headers.get("retry-after"))).toBeGreaterThan(0)
         expect(yield* balanceOf(b.key)).toMatchObject({ credits_remaining: 0 })
       }))
-
-    it.effect("return pages under the public base URL exist", () =>
-      Effect.gen(function* () {
-        const { url } = yield* CreditsServer
-        const success = yield* Effect.promise(() => send(`${url}/checkout/success?order_id=x&session_id=cs_test_1`))
-        expect(success.status).toBe(200)
-        const cancel = yield* Effect.promise(() => send(`${url}/checkout/cancel`))
-        expect(cancel.status).toBe(200)
-      }))
     }
   )
 

@@ -85,7 +85,7 @@ const CreditsOnlyApi = HttpApi.make("morsel").add(CreditsGroup)
 
 export class CreditsServer extends Context.Tag("test/CreditsServer")<CreditsServer, { readonly url: string }>() {}
 
-/** The credits HTTP surface (API group + webhook + return pages, plus `extra` routes) on a random 127.0.0.1 port. */
+/** The credits HTTP surface (API group and webhook, plus `extra` routes) on a random 127.0.0.1 port. */
 export const creditsServerWith = <E, R>(extra: Layer.Layer<never, E, R>) =>
   Layer.scoped(
     CreditsServer,
