@@ -243,7 +243,9 @@ export const Health = Schema.Struct({
   payment_network: Schema.String,
   x402_enabled: Schema.Boolean,
   card_credits_enabled: Schema.Boolean,
-  test_mode: Schema.Boolean
+  test_mode: Schema.Boolean,
+  /** Served by `morsel serve --sandbox`: every outside service simulated, nothing real is charged. */
+  sandbox: Schema.Boolean
 }).annotations({ identifier: "Health" })
 
 /**

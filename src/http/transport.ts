@@ -13,7 +13,7 @@ export const MAX_BODY_BYTES = 2_700_000
  */
 export const MAX_JSON_DEPTH = 32
 
-export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id"]
+export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
   "Content-Type",
   "Authorization",
@@ -21,7 +21,8 @@ const ALLOWED_HEADERS = [
   "PAYMENT-SIGNATURE",
   "Mcp-Session-Id",
   "Mcp-Protocol-Version",
-  "Last-Event-ID"
+  "Last-Event-ID",
+  "Sandbox-Scenario"
 ]
 
 type TransportError = Forbidden | PayloadTooLarge | UnsupportedMediaType | InvalidRequest
@@ -83,6 +84,9 @@ export const tooDeep = (what: string) =>
 /** Rejects a bad body before any route reads it; the text read here is cached for the route. */
 const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
+    // A POST without a body (the sandbox checkout's Pay button, `fetch(url, { method: "POST" })`) has nothing to check.
+    const declared = Number(request.headers["content-length"] ?? "0")
+    if (declared === 0 && request.headers["transfer-encoding"] === undefined) return Option.none()
     if (!isJson(request.headers["content-type"])) {
       return Option.some(
         errorResponse(
@@ -92,7 +96,6 @@ const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
         )
       )
     }
-    const declared = Number(request.headers["content-length"] ?? "0")
     if (declared > MAX_BODY_BYTES) return Option.some(errorResponse(bodyTooLarge))
     if (streamsOwnBody(request.url)) return Option.none()
     const read = yield* request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)), Effect.either)
