@@ -1,5 +1,4 @@
 /** The one composition of the service: routes, middleware, features and infrastructure. */
-import { createServer } from "node:http"
 import { type Etag, HttpApiScalar, HttpLayerRouter, type HttpPlatform, HttpServer, HttpServerResponse } from "@effect/platform"
 import { type NodeContext, NodeHttpServer } from "@effect/platform-node"
 import type { SqlClient } from "@effect/sql"
@@ -23,6 +22,7 @@ import type { FoodDb } from "./foods/FoodDb.ts"
 import { FoodDbLive } from "./foods/FoodDbLive.ts"
 import { MorselApi } from "./http/Api.ts"
 import { HealthHttpLive } from "./http/health.ts"
+import { createServerAnsweringUntilReady } from "./http/nodeServer.ts"
 import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
@@ -188,7 +188,7 @@ export const ServerLive = Layer.unwrapEffect(
       foods: FoodDbLive,
       limits: LimitsLive,
       database: Database.layer,
-      http: NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })
+      http: NodeHttpServer.layer(createServerAnsweringUntilReady, { host: settings.host, port: settings.port })
     }).pipe(
       Layer.tap((context) => announce(settings, HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)).pipe(Effect.provide(context)))
     )

@@ -75,6 +75,8 @@ export class RequestStore extends Context.Tag("morsel/RequestStore")<
     readonly settlePending: (requestId: string, paymentResponse: string) => Effect.Effect<void, SqlError.SqlError>
     /** Running attempts whose lease ran out are marked failed and returned for their reservations to be released. */
     readonly abandonStale: Effect.Effect<ReadonlyArray<Abandoned>, SqlError.SqlError>
+    /** When the earliest lease of a running attempt ends, if any is running. */
+    readonly nextLeaseEnd: Effect.Effect<Option.Option<Date>, SqlError.SqlError>
   }
 >() {}
 
@@ -187,7 +189,11 @@ export const RequestStoreLive = Layer.effect(
             UPDATE analysis_requests SET status = 'paid', payment_response = ${paymentResponse}, completed_at = ${at}
             WHERE request_id = ${requestId} AND status = 'payment_pending'`
         ).pipe(Effect.asVoid),
-      abandonStale: Effect.flatMap(now, (at) => abandonStaleAt(at, undefined))
+      abandonStale: Effect.flatMap(now, (at) => abandonStaleAt(at, undefined)),
+      nextLeaseEnd: Effect.map(
+        sql<{ lease_until: Date | null }>`SELECT min(lease_until) AS lease_until FROM analysis_requests WHERE status = 'running'`,
+        (rows) => Option.fromNullable(rows[0]?.lease_until)
+      )
     })
   })
 )

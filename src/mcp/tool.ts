@@ -4,7 +4,7 @@ import { decodePaymentResponseHeader } from "@x402/core/http"
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar"
 import { Either, Option, ParseResult, Schema } from "effect"
 import type { AnalyzeError, Served } from "../analysis/http.ts"
-import { InvalidRequest } from "../domain/errors.ts"
+import { type InvalidRequest, schemaRejection } from "../domain/errors.ts"
 import {
   AnalysisResult,
   AnalyzeRequest,
@@ -16,6 +16,7 @@ import {
   X402SettleResponse
 } from "../domain/schemas.ts"
 import { retryAfterSeconds } from "../http/headers.ts"
+import { MAX_JSON_DEPTH, tooDeep, valueNestsDeeperThan } from "../http/transport.ts"
 import { discoveryOutput, resourceInfo, retarget } from "../x402/protocol.ts"
 
 export const TOOL_NAME = "analyze_food"
@@ -109,15 +110,15 @@ export const toolDefinition = (publicBaseUrl: string): Tool => ({
 const pathOf = (path: ReadonlyArray<PropertyKey>) => path.map((key) => (typeof key === "number" ? key : String(key)))
 
 /** Decodes the arguments with the REST schemas; a rejection carries the same code and message shape as REST's 400. */
-export const decodeInput = (args: unknown): Either.Either<ToolInput, InvalidRequest> =>
-  Either.mapLeft(Schema.decodeUnknownEither(ToolInput, { errors: "all" })(args ?? {}), (error) => {
-    const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({ path: pathOf(issue.path), message: issue.message }))
-    const first = issues[0]
-    const where = first && first.path.length > 0 ? `${first.path.join(".")}: ` : ""
-    return new InvalidRequest({
-      error: { code: "invalid_request", message: first ? `${where}${first.message}` : "invalid arguments", issues }
-    })
-  })
+export const decodeInput = (args: unknown): Either.Either<ToolInput, InvalidRequest> => {
+  if (valueNestsDeeperThan(args, MAX_JSON_DEPTH)) return Either.left(tooDeep("the arguments are"))
+  return Either.mapLeft(Schema.decodeUnknownEither(ToolInput, { errors: "all" })(args ?? {}), (error) =>
+    schemaRejection(
+      ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({ path: pathOf(issue.path), message: issue.message })),
+      "invalid arguments"
+    )
+  )
+}
 
 /** The PAYMENT-SIGNATURE header value of REST: standard base64 of the PaymentPayload's JSON. */
 export const paymentSignatureOf = (meta: Readonly<Record<string, unknown>> | undefined): Option.Option<string> =>

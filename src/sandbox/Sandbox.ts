@@ -3,7 +3,7 @@
  * in-memory card processor with its own checkout page, memory chain with 100 USDC per wallet, in-memory
  * database with a shipped USDA subset). Needs no setting and charges nothing real.
  */
-import { createServer } from "node:http"
+import { createServerAnsweringUntilReady } from "../http/nodeServer.ts"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Console, Effect, Layer, Option } from "effect"
 import { VisionModelScripted } from "../analysis/VisionModelScripted.ts"
@@ -113,7 +113,7 @@ export const SandboxLive = (env: Readonly<Record<string, string | undefined>> = 
     Effect.map(AppConfig, (settings) =>
       serveWith({
         ...sandboxParts(Option.isSome(foodsFrom) ? { foodsFrom: foodsFrom.value } : {}),
-        http: NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })
+        http: NodeHttpServer.layer(createServerAnsweringUntilReady, { host: settings.host, port: settings.port })
       }).pipe(Layer.tap(() => (options.banner === false ? Effect.void : Console.log(banner(settings, settings.publicBaseUrl, foodsFrom)))))
     )
   ).pipe(Layer.provide(Layer.succeed(SandboxMode, true)), Layer.provide(sandboxConfig(env)))
