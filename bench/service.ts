@@ -88,7 +88,7 @@ const startUp = async (): Promise<number> => {
   })
   try {
     while (performance.now() - started < 90_000) {
-      const ok = await send(port, { method: "GET", path: "/health" }).then((r) => r.status === 200, () => false)
+      const ok = await send(port, { method: "GET", path: "/health" }, undefined, 1000).then((r) => r.status === 200, () => false)
       if (ok) return performance.now() - started
       await new Promise((resolve) => setTimeout(resolve, 50))
     }

@@ -18,7 +18,7 @@ export interface Reply {
   readonly body: Buffer
 }
 
-export const send = (port: number, call: Call, agent?: Agent): Promise<Reply> =>
+export const send = (port: number, call: Call, agent?: Agent, timeoutMs = 60_000): Promise<Reply> =>
   new Promise((resolve, reject) => {
     const req = request(
       {
@@ -40,6 +40,7 @@ export const send = (port: number, call: Call, agent?: Agent): Promise<Reply> =>
       }
     )
     req.on("error", reject)
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)))
     req.end(call.body)
   })
 
