@@ -74,11 +74,9 @@ const sideBySide = async (subject: Child, subjectCall: Call, baseline: Child, ba
   return { subject: a, baseline: b, throughputRatio: a.perSecond / b.perSecond, cpuRatio: a.cpuMsPerRequest / b.cpuMsPerRequest }
 }
 
-/** `npm start` on a built tree until GET /health answers 200, in ms (the whole process group is stopped after). */
-const startUp = async (): Promise<number> => {
-  if (!existsSync(join(root, "dist"))) return Number.NaN
+/** `npm start` on a built tree until GET /health answers 200, in ms; the whole process group is stopped after. */
+const startOnce = async (dataDir: string): Promise<number> => {
   const port = await freePort()
-  const dataDir = mkdtempSync(join(tmpdir(), "morsel-bench-start-"))
   const started = performance.now()
   const child = spawn("npm", ["start", "--silent"], {
     cwd: root,
@@ -88,14 +86,27 @@ const startUp = async (): Promise<number> => {
   })
   try {
     while (performance.now() - started < 90_000) {
-      const ok = await send(port, { method: "GET", path: "/health" }, undefined, 1000).then((r) => r.status === 200, () => false)
+      const ok = await send(port, { method: "GET", path: "/health" }, undefined, 1000).then(
+        (r) => r.status === 200,
+        () => false
+      )
       if (ok) return performance.now() - started
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
     return Number.NaN
   } finally {
     if (child.pid !== undefined) process.kill(-child.pid, "SIGTERM")
-    await new Promise((resolve) => setTimeout(resolve, 500))
+    await new Promise((resolve) => child.on("exit", resolve))
+  }
+}
+
+/** The first start creates the embedded database; the second is a restart, as a deployed server does it. */
+const startUp = async () => {
+  if (!existsSync(join(root, "dist"))) return { firstMs: Number.NaN, restartMs: Number.NaN }
+  const dataDir = mkdtempSync(join(tmpdir(), "morsel-bench-start-"))
+  try {
+    return { firstMs: await startOnce(dataDir), restartMs: await startOnce(dataDir) }
+  } finally {
     rmSync(dataDir, { recursive: true, force: true })
   }
 }
@@ -170,7 +181,7 @@ const orchestrate = async () => {
     const health = await sideBySide(morsel, { method: "GET", path: "/health" }, bare, { method: "GET", path: "/health" }, false)
 
     for (const child of children.splice(0)) await child.stop()
-    const startMs = await startUp()
+    const start = await startUp()
 
     const rows = [
       { figure: "replay throughput vs bare node:http", value: replay.throughputRatio, goal: ">= 0.1" },
@@ -178,7 +189,7 @@ const orchestrate = async () => {
       { figure: "analysis overhead vs bare server that downscales (c = 1)", value: overhead.subjectMs / overhead.baselineMs, goal: "<= 1.3" },
       { figure: "peak RSS vs bare server decoding the same 3 photos", value: rss.subject / rss.baseline, goal: "<= 1.5" },
       { figure: "matcher cost per item through the API (ms)", value: matcherMsPerItem, goal: "<= 0.25" },
-      { figure: "npm start to /health 200, built tree (s)", value: startMs / 1000, goal: "<= 2" }
+      { figure: "npm start to /health 200, built tree, restart (s)", value: start.restartMs / 1000, goal: "<= 2" }
     ]
     console.log("")
     for (const row of rows) console.log(`${row.figure.padEnd(60)} ${fmt(row.value, 3).padStart(8)}   goal ${row.goal}`)
@@ -194,12 +205,13 @@ const orchestrate = async () => {
     cpuLine("health", health)
     console.log(`analysis   ${fmt(overhead.subjectMs, 1)} ms vs ${fmt(overhead.baselineMs, 1)} ms (${(large.length / 1e6).toFixed(2)} MB JPEG)`)
     console.log(`peak RSS   ${fmt(rss.subject, 0)} MiB vs ${fmt(rss.baseline, 0)} MiB`)
+    console.log(`npm start  ${fmt(start.firstMs / 1000, 1)} s with a new embedded database, ${fmt(start.restartMs / 1000, 1)} s on restart`)
     console.log(`matcher    1 item ${fmt(median(one), 1)} ms, 20 items ${fmt(median(twenty), 1)} ms`)
 
     const resultsDir = join(root, "bench/results")
     mkdirSync(resultsDir, { recursive: true })
     const file = join(resultsDir, `service-${databaseUrl === undefined ? "embedded" : "postgres"}-${new Date().toISOString().replace(/[:.]/g, "-")}.json`)
-    const report = { database, at: new Date().toISOString(), rows, replay, challenge, health, overhead, rss, matcher: { one, twenty, matcherMsPerItem }, startMs }
+    const report = { database, at: new Date().toISOString(), rows, replay, challenge, health, overhead, rss, matcher: { one, twenty, matcherMsPerItem }, start }
     writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
     console.log(`\nwritten ${file}`)
   } finally {
