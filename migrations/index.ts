@@ -4,11 +4,15 @@ import foods from "./0002_foods.ts"
 import credits from "./0003_credits.ts"
 import x402 from "./0004_x402.ts"
 import limits from "./0005_limits.ts"
+import x402SettlerNonces from "./0006_x402_settler_nonces.ts"
+import creditReversals from "./0007_credit_reversals.ts"
 
 export const migrations = {
   "0001_core": core,
   "0002_foods": foods,
   "0003_credits": credits,
   "0004_x402": x402,
-  "0005_limits": limits
+  "0005_limits": limits,
+  "0006_x402_settler_nonces": x402SettlerNonces,
+  "0007_credit_reversals": creditReversals
 }

@@ -1,25 +1,52 @@
 /** The `morsel` command line: serve, migrate, keys, and thin clients of a running server (analyze, credits, admin). */
 import { randomBytes, randomUUID } from "node:crypto"
 import { readFile } from "node:fs/promises"
-import { Args, Command, Options } from "@effect/cli"
+import { createServer as createNetServer } from "node:net"
+import { Args, Command, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Console, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Cause, ConfigError, Console, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { FingerprintArg } from "./admin/AdminRpc.ts"
 import { describeAdminError, makeAdminClient } from "./admin/client.ts"
 import { AppConfig } from "./config.ts"
 import * as Database from "./db/Database.ts"
-import { SERVICE_VERSION } from "./http/health.ts"
 import { LoggingLive } from "./logging.ts"
+import { AnalysisResult, Balance, CheckoutResponse, CheckoutStatus } from "./domain/schemas.ts"
+import { type Column, table, withProgress, withTerminalConsole } from "./terminal.ts"
 import { fooddbCommand } from "./foods/cli.ts"
+import { SERVICE_VERSION } from "./version.ts"
+
+/** A client command that could not do its job: printed on stderr, exit code 1. */
+class CliFailure extends Data.TaggedError("CliFailure")<{ readonly message: string }> {}
+
+/** A port another program holds is reported at once, before the database and the rest start. */
+const ensurePortFree = Effect.gen(function* () {
+  const { host, port } = yield* AppConfig
+  if (port === 0) return
+  const free = yield* Effect.async<boolean>((resume) => {
+    const probe = createNetServer()
+    probe.once("error", () => resume(Effect.succeed(false)))
+    probe.listen(port, host, () => probe.close(() => resume(Effect.succeed(true))))
+  })
+  if (!free) yield* new CliFailure({ message: `port ${port} on ${host} is already in use: stop the other server or set PORT` })
+}).pipe(Effect.provide(AppConfig.layer))
 
 // Loaded on demand: the client commands start quickly without the whole service.
-const serve = Command.make("serve", {}, () =>
-  Effect.flatMap(
-    Effect.promise(() => import("./server.ts")),
-    ({ ServerLive }) => Layer.launch(ServerLive)
-  )
+const serve = Command.make(
+  "serve",
+  {
+    sandbox: Options.boolean("sandbox").pipe(
+      Options.withDescription("serve the sandbox: every outside service simulated in memory, no settings needed, nothing charged")
+    )
+  },
+  ({ sandbox }) =>
+    sandbox
+      ? Effect.flatMap(Effect.promise(() => import("./sandbox/Sandbox.ts")), ({ SandboxLive }) => Layer.launch(SandboxLive()))
+      : ensurePortFree.pipe(
+          Effect.zipRight(Effect.promise(() => import("./server.ts"))),
+          Effect.flatMap(({ ServerLive }) => Layer.launch(ServerLive))
+        )
 ).pipe(
-  Command.withDescription("Serve the REST API, the docs and the tool interface (migrations applied first)")
+  Command.withDescription("Serve the REST API, the docs and the tool interface (migrations applied first); --sandbox for the offline sandbox")
 )
 
 const migrate = Command.make("migrate", {}, () =>
@@ -38,10 +65,10 @@ const key = Command.make("key").pipe(Command.withSubcommands([keyNew]), Command.
 
 const fooddb = fooddbCommand.pipe(Command.provide(Database.layer.pipe(Layer.provide(AppConfig.layer))))
 
-/** A client command that could not do its job: printed on stderr, exit code 1. */
-class CliFailure extends Data.TaggedError("CliFailure")<{ readonly message: string }> {}
-
 const DEFAULT_BASE_URL = "http://127.0.0.1:8787"
+
+/** The process environment without unset variables. */
+const definedEnv = () => Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined))
 
 const baseUrlOption = Options.text("base-url").pipe(
   Options.optional,
@@ -119,6 +146,68 @@ const describeHttpError = ({ body, response }: Reply) => {
 
 const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 
+const jsonOption = Options.boolean("json").pipe(Options.withDescription("print the server's JSON answer as it is, for programs"))
+
+/** Words for people, or with --json the server's body; a body that is not the expected shape is printed as JSON. */
+const printAs =
+  <A, I>(schema: Schema.Schema<A, I>, words: (value: A) => string) =>
+  (body: unknown, json: boolean) =>
+    json
+      ? printJson(body)
+      : Option.match(Schema.decodeUnknownOption(schema)(body), { onNone: () => printJson(body), onSome: (value) => Console.log(words(value)) })
+
+const n1 = (x: number) => x.toFixed(1)
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
+
+const RESULT_COLUMNS: ReadonlyArray<Column> = [
+  { title: "component" },
+  { title: "grams", align: "right" },
+  { title: "kcal", align: "right" },
+  { title: "protein g", align: "right" },
+  { title: "carbs g", align: "right" },
+  { title: "fat g", align: "right" },
+  { title: "source" }
+]
+
+/** An analysis as a table of components with the meal's totals. */
+export const describeResult = (result: AnalysisResult): string => {
+  const rows = result.items.map((item) => [
+    clip(item.name, 32),
+    item.estimated_grams.toFixed(1),
+    n1(item.nutrition.kcal),
+    n1(item.nutrition.protein_g),
+    n1(item.nutrition.carbs_g),
+    n1(item.nutrition.fat_g),
+    item.nutrition_source === "usda" ? `USDA ${clip(item.matched_name ?? item.fdc_id ?? "", 36)}` : "AI estimate"
+  ])
+  const t = result.totals
+  const totals = ["total", result.estimated_total_grams.toFixed(1), n1(t.kcal), n1(t.protein_g), n1(t.carbs_g), n1(t.fat_g), ""]
+  return [
+    result.dish_name,
+    "",
+    table(RESULT_COLUMNS, rows, totals),
+    "",
+    `An estimate (model ${result.model}, matcher ${result.matcher_version}), not medical or allergen advice.`,
+    `request ${result.request_id}`
+  ].join("\n")
+}
+
+const printResult = printAs(AnalysisResult, describeResult)
+const printBalance = printAs(
+  Balance,
+  (b) => `${b.credits_remaining} credits${b.blocked ? ", key paused pending support review" : ""}${b.test_mode ? " (test mode)" : ""}`
+)
+const printCheckout = printAs(CheckoutResponse, (c) =>
+  c.checkout_url !== undefined
+    ? `Pay at ${c.checkout_url}\norder ${c.order_id}: ${c.credits ?? 500} credits for USD ${c.amount_usd ?? "5.00"}`
+    : `order ${c.order_id} is already ${c.state ?? "complete"}: no new checkout`
+)
+const printStatus = printAs(
+  CheckoutStatus,
+  (s) =>
+    `order ${s.order_id}: ${s.state}${s.checkout_url ? ` — pay at ${s.checkout_url}` : ""}\n${s.credits_remaining} credits${s.blocked ? ", key paused" : ""}${s.test_mode ? " (test mode)" : ""}`
+)
+
 const bearer = (key: Redacted.Redacted) => ({ authorization: `Bearer ${Redacted.value(key)}` })
 
 /** JPEG or PNG from the magic bytes; the server checks them again. */
@@ -170,7 +259,8 @@ const analyze = Command.make(
     paymentSignature: Options.text("payment-signature").pipe(
       Options.optional,
       Options.withDescription("retry a payment_pending analysis with the PAYMENT-SIGNATURE it was sent with (printed then)")
-    )
+    ),
+    json: jsonOption
   },
   (options) =>
     Effect.gen(function* () {
@@ -209,6 +299,7 @@ const analyze = Command.make(
         return yield* new CliFailure({ message: "give --key (card credits) or --wallet-key (x402), or set MORSEL_API_KEY" })
       }
       const reply = yield* request(url, { method: "POST", headers, body }, fetcher).pipe(
+        withProgress("analysing the photo…"),
         Effect.tapError(() => {
           const signature = sentSignatures.at(-1) ?? Option.getOrUndefined(options.paymentSignature)
           return signature === undefined
@@ -220,13 +311,13 @@ const analyze = Command.make(
       )
       const receipt = decodeReceipt(reply.response.headers.get("payment-response"))
       if (receipt !== undefined) yield* Console.error(`x402 receipt: ${JSON.stringify(receipt)}`)
-      yield* printJson(reply.body)
+      yield* printResult(reply.body, options.json)
     }).pipe(reportFailure)
 ).pipe(Command.withDescription("Analyze a food photo on a running server, paid with card credits (--key) or per call over x402 (--wallet-key)"))
 
 const buy = Command.make(
   "buy",
-  { baseUrl: baseUrlOption, key: keyOption, orderId: Options.text("order-id").pipe(Options.optional) },
+  { baseUrl: baseUrlOption, key: keyOption, orderId: Options.text("order-id").pipe(Options.optional), json: jsonOption },
   (options) =>
     Effect.gen(function* () {
       const key = yield* requireKey(options.key)
@@ -236,19 +327,20 @@ const buy = Command.make(
         headers: bearer(key),
         body: { order_id: orderId }
       })
-      yield* printJson(reply.body)
-      yield* Console.error(`pay at the checkout_url; keep the order_id (${orderId}) and ask: morsel credits status --order-id ${orderId}`)
+      yield* printCheckout(reply.body, options.json)
+      yield* Console.error(`keep the order_id (${orderId}) and ask: morsel credits status --order-id ${orderId}`)
     }).pipe(reportFailure)
 ).pipe(Command.withDescription("Start (or, with --order-id, recover) a checkout of 500 credits for USD 5.00; prints checkout_url and order_id"))
 
-const balance = Command.make("balance", { baseUrl: baseUrlOption, key: keyOption }, (options) =>
+const balance = Command.make("balance", { baseUrl: baseUrlOption, key: keyOption, json: jsonOption }, (options) =>
   Effect.gen(function* () {
     const key = yield* requireKey(options.key)
-    yield* printJson((yield* request(`${baseUrlOf(options.baseUrl)}/v1/credits/balance`, { method: "GET", headers: bearer(key) })).body)
+    const reply = yield* request(`${baseUrlOf(options.baseUrl)}/v1/credits/balance`, { method: "GET", headers: bearer(key) })
+    yield* printBalance(reply.body, options.json)
   }).pipe(reportFailure)
 ).pipe(Command.withDescription("Credits remaining on the key and whether it is paused"))
 
-const status = Command.make("status", { baseUrl: baseUrlOption, key: keyOption, orderId: Options.text("order-id") }, (options) =>
+const status = Command.make("status", { baseUrl: baseUrlOption, key: keyOption, orderId: Options.text("order-id"), json: jsonOption }, (options) =>
   Effect.gen(function* () {
     const key = yield* requireKey(options.key)
     const reply = yield* request(`${baseUrlOf(options.baseUrl)}/v1/credits/checkout-status`, {
@@ -256,7 +348,7 @@ const status = Command.make("status", { baseUrl: baseUrlOption, key: keyOption, 
       headers: bearer(key),
       body: { order_id: options.orderId }
     })
-    yield* printJson(reply.body)
+    yield* printStatus(reply.body, options.json)
   }).pipe(reportFailure)
 ).pipe(Command.withDescription("State of an order (open, paid, expired, unresolved, not_issued, reversed); never creates a checkout"))
 
@@ -314,7 +406,50 @@ export const morsel = Command.make("morsel").pipe(Command.withSubcommands([serve
 
 const run = Command.run(morsel, { name: "morsel", version: SERVICE_VERSION })
 
-/** A bad setting is reported by the command that reads the settings, not by the logger. */
-const logging = LoggingLive.pipe(Layer.provide(AppConfig.layer), Layer.orElse(() => Layer.empty))
+/** A bad setting is reported by the command that reads the settings, not by the logger; the sandbox logs readable lines by default. */
+const logging = LoggingLive.pipe(
+  Layer.provide(process.argv.includes("--sandbox") ? AppConfig.fromEnv({ LOG_FORMAT: "pretty", ...definedEnv() }) : AppConfig.layer),
+  Layer.orElse(() => Layer.empty)
+)
 
-run(process.argv).pipe(Effect.provide(NodeContext.layer), Effect.provide(logging), NodeRuntime.runMain({ disablePrettyLogger: true }))
+/** `--verbose` anywhere shows the whole cause of a failure; without it a failure is one line. */
+const verbose = process.argv.includes("--verbose")
+const argv = process.argv.filter((arg) => arg !== "--verbose")
+
+const oneLine = (text: string) => text.split("\n")[0]!.replace(/^\w*Error: /, "")
+
+/** What went wrong, in one line a person can act on. */
+const describeFailure = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.squash(cause)
+  if (ValidationError.isValidationError(failure)) return "" // @effect/cli has printed it already
+  if (ConfigError.isConfigError(failure)) return `bad setting: ${oneLine(String(failure))}`
+  if (typeof failure === "object" && failure !== null && "_tag" in failure) {
+    const tagged = failure as { readonly _tag: unknown; readonly message?: unknown }
+    if (tagged._tag === "SqlError" || tagged._tag === "DatabaseUnavailable") {
+      return `the database is unavailable (check DATABASE_URL or MORSEL_DATA_DIR): ${oneLine(String(tagged.message ?? failure))}`
+    }
+    if (typeof tagged.message === "string" && tagged.message !== "") return oneLine(tagged.message)
+  }
+  return oneLine(failure instanceof Error ? failure.message : String(failure))
+}
+
+const reportFailures = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.catchAllCause(effect, (cause) =>
+    Cause.isInterruptedOnly(cause)
+      ? Effect.void
+      : Effect.gen(function* () {
+          const line = describeFailure(cause)
+          const known = Cause.squash(cause) instanceof CliFailure
+          if (line !== "") yield* Console.error(`morsel: ${line}${verbose || known ? "" : " (--verbose for details)"}`)
+          if (verbose) yield* Console.error(Cause.pretty(cause))
+          process.exitCode = 1
+        })
+  )
+
+run(argv).pipe(
+  reportFailures,
+  withTerminalConsole(argv.length <= 2 || argv.includes("--help") || argv.includes("-h")),
+  Effect.provide(NodeContext.layer),
+  Effect.provide(logging),
+  NodeRuntime.runMain({ disablePrettyLogger: true, disableErrorReporting: true })
+)

@@ -49,6 +49,10 @@ export interface Settings {
   readonly limits: Limits
   readonly logLevel: "all" | "trace" | "debug" | "info" | "warning" | "error" | "fatal" | "none"
   readonly logFormat: "json" | "pretty"
+  /** METRICS=on serves GET /metrics. */
+  readonly metrics: boolean
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: traces exported over OTLP/HTTP to `{endpoint}/v1/traces`. */
+  readonly otlpEndpoint: Option.Option<string>
 }
 
 export const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" as const
@@ -140,6 +144,45 @@ const stripe = Config.all({
   })
 )
 
+/** The usual names of log levels, in any case: `warn` and `warning`, `off` and `none`, … */
+const LOG_LEVELS: Readonly<Record<string, Settings["logLevel"]>> = {
+  all: "all",
+  trace: "trace",
+  debug: "debug",
+  info: "info",
+  warn: "warning",
+  warning: "warning",
+  error: "error",
+  fatal: "fatal",
+  none: "none",
+  off: "none",
+  silent: "none"
+}
+
+const logLevel = Config.string("LOG_LEVEL").pipe(
+  Config.mapOrFail((text) => {
+    const level = LOG_LEVELS[text.trim().toLowerCase()]
+    return level === undefined
+      ? Either.left(ConfigError.InvalidData([], `"${text}" is not a log level (${Object.keys(LOG_LEVELS).join(", ")})`))
+      : Either.right(level)
+  }),
+  Config.withDefault("info" as const)
+)
+
+const ON = new Set(["on", "true", "1", "yes"])
+const OFF = new Set(["off", "false", "0", "no"])
+
+const onOff = (name: string, fallback: boolean) =>
+  Config.string(name).pipe(
+    Config.mapOrFail((text) => {
+      const value = text.trim().toLowerCase()
+      if (ON.has(value)) return Either.right(true)
+      if (OFF.has(value)) return Either.right(false)
+      return Either.left(ConfigError.InvalidData([], `must be on or off, not "${text}"`))
+    }),
+    Config.withDefault(fallback)
+  )
+
 /** Reads and validates every setting; fails with a ConfigError naming the bad variable. */
 export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Effect.gen(function* () {
   const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
@@ -186,10 +229,13 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     trustedOrigins: yield* origins,
     adminToken: yield* Config.option(Config.redacted("ADMIN_TOKEN")),
     limits: yield* limits,
-    logLevel: yield* Config.literal("all", "trace", "debug", "info", "warning", "error", "fatal", "none")("LOG_LEVEL").pipe(
-      Config.withDefault("info" as const)
+    logLevel: yield* logLevel,
+    logFormat: yield* Config.literal("json", "pretty")("LOG_FORMAT").pipe(
+      // People read a terminal; machines read everything else.
+      Config.withDefault(process.stdout.isTTY ? ("pretty" as const) : ("json" as const))
     ),
-    logFormat: yield* Config.literal("json", "pretty")("LOG_FORMAT").pipe(Config.withDefault("json" as const))
+    metrics: yield* onOff("METRICS", false),
+    otlpEndpoint: yield* Config.option(httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT"))
   } satisfies Settings
 })
 

@@ -4,6 +4,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import type { Settings } from "../config.ts"
 import { AnalysisResult } from "../domain/schemas.ts"
+import { Ids } from "../ids.ts"
 import type { FundingKind } from "./Funding.ts"
 
 export const RESULT_RETENTION_MS = 24 * 60 * 60 * 1000
@@ -147,7 +148,7 @@ export const RequestStoreLive = Layer.effect(
           return { claim: { _tag: "Conflict", requestId: latest.request_id } as const, abandoned }
         }
         yield* purgeExpiredResults(at)
-        const requestId = crypto.randomUUID()
+        const requestId = yield* Ids.next
         const inserted = yield* sql<{ request_id: string }>`
           INSERT INTO analysis_requests
             (request_id, payer, idempotency_key, input_fingerprint, funding, status, lease_until, created_at)

@@ -2,7 +2,7 @@
 import { createHash } from "node:crypto"
 import { HttpApiBuilder } from "@effect/platform"
 import { SqlClient, SqlError } from "@effect/sql"
-import { Context, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
+import { Cause, Context, Duration, Effect, Either, Exit, Fiber, Layer, Metric, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
 import {
@@ -23,6 +23,7 @@ import { AnalysisResult, type AnalyzeRequest } from "../domain/schemas.ts"
 import { MorselApi } from "../http/Api.ts"
 import { setResponseHeader, withRetryAfter } from "../http/headers.ts"
 import { Limits } from "../limits/Limits.ts"
+import { analyses, analysisDuration, count, creditsConsumed, x402Settlements } from "../observability/metrics.ts"
 import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
 import { Funding, type FundingMethod, type Settled } from "./Funding.ts"
 import { AttemptLost, attemptLeaseMs, RequestStore } from "./RequestStore.ts"
@@ -35,6 +36,31 @@ export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest) =>
     .digest("hex")
 
 const validateResult = Schema.validate(AnalysisResult)
+
+const outcomeOf = <A, E extends { readonly error: { readonly code: string } }>(exit: Exit.Exit<A, E>, success: string) =>
+  Exit.match(exit, {
+    onSuccess: () => success,
+    onFailure: (cause) => Option.match(Cause.failureOption(cause), { onNone: () => "internal_error", onSome: (e) => e.error.code })
+  })
+
+/** Counts a started analysis by outcome (`success` or its error code), times it and logs one line about it. */
+const observed = <A, E extends { readonly error: { readonly code: string } }, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(Effect.timed(Effect.exit(effect)), ([elapsed, exit]) => {
+    const outcome = outcomeOf(exit, "success")
+    const seconds = Duration.toSeconds(elapsed)
+    return Effect.zipRight(
+      Effect.all([
+        Metric.update(analysisDuration, seconds),
+        count(analyses, { outcome }),
+        Effect.logInfo("analysis finished").pipe(Effect.annotateLogs({ outcome, seconds }))
+      ]),
+      exit
+    )
+  })
+
+/** Counts a settlement attempt: `settled`, `payment_pending` or the code of its failure. */
+const settlement = <A, E extends { readonly error: { readonly code: string } }, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.onExit(effect, (exit) => count(x402Settlements, { outcome: outcomeOf(exit, "settled") }))
 
 /** A request as every transport (REST, MCP) hands it over, after schema validation. */
 export interface AnalyzeCall {
@@ -142,12 +168,16 @@ export const AnalyzeRequestsLive = Layer.effect(
             const settled = yield* stored(
               requestId,
               sql.withTransaction(Effect.tap(reservation.commit, (s) => store.complete(requestId, result, s.paymentResponse)))
-            ).pipe(Effect.tapError(() => giveBack("not_saved", false)))
+            ).pipe(
+              Effect.tapError(() => giveBack("not_saved", false)),
+              Effect.tap(() => Metric.increment(creditsConsumed))
+            )
             return served(result, settled)
           }
           // A payment is saved as pending before it is submitted, so no paid result is ever lost.
           yield* stored(requestId, store.pending(requestId, result, Option.none())).pipe(Effect.tapError(() => reservation.release))
           const settled = yield* reservation.commit.pipe(
+            settlement,
             Effect.tapError((error) =>
               error._tag === "ServiceUnavailable" && error.error.code === "payment_pending" ? Effect.void : giveBack(error.error.code, false)
             )
@@ -159,6 +189,7 @@ export const AnalyzeRequestsLive = Layer.effect(
 
     const resume = (method: FundingMethod, requestId: string, result: AnalysisResult) =>
       method.resume(requestId).pipe(
+        settlement,
         Effect.tapError((error) =>
           error._tag === "PaymentRequired" ? Effect.ignoreLogged(store.fail(requestId, "payment_failed", false)) : Effect.void
         ),
@@ -213,9 +244,14 @@ export const AnalyzeRequestsLive = Layer.effect(
                 error: { code: "result_expired", message: "the 24-hour result recovery window has passed", request_id: claim.requestId }
               })
             case "Pending":
-              return yield* resume(method, claim.requestId, claim.result)
+              return yield* resume(method, claim.requestId, claim.result).pipe(
+                Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
+              )
             case "Started":
-              return yield* attempt(method, claim.requestId, image, payload)
+              // Every line logged while the analysis runs names it and how it is paid.
+              return yield* observed(attempt(method, claim.requestId, image, payload)).pipe(
+                Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
+              )
           }
         })
 

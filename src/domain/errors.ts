@@ -1,6 +1,7 @@
 /** Error classes of SPEC §7: one class per documented status, each body carrying `error.code`. */
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { X402PaymentRequired, X402SettleResponse } from "./schemas.ts"
 
 const detail = <const Codes extends ReadonlyArray<string>>(...codes: Codes) =>
   Schema.Struct({
@@ -34,9 +35,7 @@ export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()(
   "PaymentRequired",
   {
     error: detail("payment_required", "invalid_payment", "insufficient_credits", "key_paused", "x402_unavailable"),
-    payment_required: Schema.optional(
-      Schema.Unknown.annotations({ description: "The x402 v2 PaymentRequired object, also sent base64-encoded in the PAYMENT-REQUIRED header" })
-    )
+    payment_required: Schema.optional(X402PaymentRequired)
   },
   HttpApiSchema.annotations({ status: 402, description: "x402 price challenge (header PAYMENT-REQUIRED) or an unusable payment or credit key" })
 ) {}
@@ -105,7 +104,7 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
   "ServiceUnavailable",
   {
     error: detail("payment_pending", "model_unavailable", "payments_unavailable", "storage_unavailable", "processor_unavailable"),
-    payment_response: Schema.optional(Schema.Unknown.annotations({ description: "Pending settlement receipt (payment_pending only)" }))
+    payment_response: Schema.optional(X402SettleResponse.annotations({ description: "payment_pending only: the pending settlement receipt" }))
   },
   HttpApiSchema.annotations({ status: 503, description: "Read error.code; payment_pending: retry the same request and authorization after 60 s" })
 ) {}

@@ -1,6 +1,7 @@
 /** `morsel fooddb import <dir|zip>`: loads USDA SR28 ASCII files or a FoodData Central CSV download into the database. */
 import { Args, Command } from "@effect/cli"
 import { Console, Effect } from "effect"
+import { withProgress } from "../terminal.ts"
 import { importFoods } from "./importer.ts"
 
 const importCommand = Command.make(
@@ -12,7 +13,7 @@ const importCommand = Command.make(
   },
   ({ path }) =>
     Effect.gen(function* () {
-      const summary = yield* importFoods(path)
+      const summary = yield* importFoods(path).pipe(withProgress(`importing USDA food data from ${path}…`))
       for (const d of summary.datasets) {
         yield* Console.log(`${d.label} (${d.kind}): ${d.foods} foods, ${d.portions} portions${d.removed > 0 ? `, ${d.removed} removed` : ""}`)
       }

@@ -7,7 +7,7 @@ import { Forbidden, InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from
 /** The largest valid request is a 2,666,668-character image plus a few short fields. */
 export const MAX_BODY_BYTES = 2_700_000
 
-export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id"]
+export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
   "Content-Type",
   "Authorization",
@@ -15,7 +15,8 @@ const ALLOWED_HEADERS = [
   "PAYMENT-SIGNATURE",
   "Mcp-Session-Id",
   "Mcp-Protocol-Version",
-  "Last-Event-ID"
+  "Last-Event-ID",
+  "Sandbox-Scenario"
 ]
 
 type TransportError = Forbidden | PayloadTooLarge | UnsupportedMediaType | InvalidRequest
@@ -44,6 +45,9 @@ const bodyTooLarge = new PayloadTooLarge({
 /** Rejects a bad body before any route reads it; the text read here is cached for the route. */
 const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
+    // A POST without a body (the sandbox checkout's Pay button, `fetch(url, { method: "POST" })`) has nothing to check.
+    const declared = Number(request.headers["content-length"] ?? "0")
+    if (declared === 0 && request.headers["transfer-encoding"] === undefined) return Option.none()
     if (!isJson(request.headers["content-type"])) {
       return Option.some(
         errorResponse(
@@ -53,7 +57,6 @@ const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
         )
       )
     }
-    const declared = Number(request.headers["content-length"] ?? "0")
     if (declared > MAX_BODY_BYTES) return Option.some(errorResponse(bodyTooLarge))
     if (streamsOwnBody(request.url)) return Option.none()
     const read = yield* request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)), Effect.either)
@@ -91,6 +94,18 @@ const normaliseDecodeError = (response: HttpServerResponse.HttpServerResponse) =
   })
 }
 
+const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]"])
+
+/**
+ * A page of this service opened on a loopback name (localhost or 127.0.0.1, the port it was reached on) is the
+ * service itself. The Host must be a loopback name too, so a rebound DNS name pointing at 127.0.0.1 is not.
+ */
+const isOwnLoopbackOrigin = (origin: string, host: string | undefined) => {
+  if (!URL.canParse(origin)) return false
+  const url = new URL(origin)
+  return url.protocol === "http:" && url.host === host && LOOPBACK_NAMES.has(url.hostname)
+}
+
 const corsHeaders = (origin: string) => ({
   "access-control-allow-origin": origin,
   "access-control-expose-headers": EXPOSED_HEADERS.join(", "),
@@ -105,7 +120,7 @@ export const TransportGuard = HttpLayerRouter.middleware(
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const origin = request.headers["origin"]
-        if (origin !== undefined && !trusted.has(origin)) {
+        if (origin !== undefined && !trusted.has(origin) && !isOwnLoopbackOrigin(origin, request.headers["host"])) {
           return errorResponse(
             new Forbidden({ error: { code: "untrusted_origin", message: `browser origin ${origin} is not trusted by this service` } })
           )

@@ -101,6 +101,11 @@ export class PaymentStore extends Context.Tag("morsel/x402/PaymentStore")<
     /** Forget a claim on which nothing was submitted; true when one was removed. */
     readonly release: (requestId: string) => Effect.Effect<boolean, SqlError.SqlError>
     /**
+     * Forget claims on which nothing was submitted and whose analysis request failed (their release failed, or the
+     * instance died before it): the given request's, or all of them. Returns the requests released.
+     */
+    readonly releaseAbandoned: (requestId: Option.Option<string>) => Effect.Effect<ReadonlyArray<string>, SqlError.SqlError>
+    /**
      * The single point of submission: claimed → submitted, with the transaction hash when it is known
      * before broadcast. Exactly one caller wins; the others get None.
      */
@@ -124,7 +129,8 @@ export class PaymentStore extends Context.Tag("morsel/x402/PaymentStore")<
     readonly touch: (requestId: string) => Effect.Effect<void, SqlError.SqlError>
     /**
      * Lease one payment due for reconciliation until `until`, so no other instance works it meanwhile: a submitted
-     * payment untouched since `before`, or a claimed one (never sent) whose request already waits on its payment.
+     * payment untouched since `before`, or any payment whose request still waits on it (a claim never sent, or a
+     * settled or failed payment whose request was not updated: a crash or a failed write between the two).
      */
     readonly takeDue: (before: Date, until: Date) => Effect.Effect<Option.Option<PaymentRecord>, SqlError.SqlError>
     /** Give up the reconciliation lease on a payment. */
@@ -202,6 +208,12 @@ export const PaymentStoreLive = Layer.effect(
         sql`DELETE FROM x402_payments WHERE request_id = ${requestId} AND state = 'claimed' RETURNING request_id`.pipe(
           Effect.map((rows) => rows.length > 0)
         ),
+      releaseAbandoned: (requestId) =>
+        sql<{ request_id: string }>`
+          DELETE FROM x402_payments p WHERE p.state = 'claimed'
+            ${Option.match(requestId, { onNone: () => sql``, onSome: (id) => sql`AND p.request_id = ${id}` })}
+            AND EXISTS (SELECT 1 FROM analysis_requests a WHERE a.request_id = p.request_id AND a.status = 'failed')
+          RETURNING p.request_id`.pipe(Effect.map((rows) => rows.map((r) => r.request_id))),
       markSubmitted: (requestId, s) =>
         Effect.gen(function* () {
           const at = yield* now
@@ -264,8 +276,8 @@ export const PaymentStoreLive = Layer.effect(
               SELECT p.request_id FROM x402_payments p
               WHERE p.updated_at <= ${before}
                 AND (p.reconciling_until IS NULL OR p.reconciling_until < ${at})
-                AND (p.state = 'submitted' OR (p.state = 'claimed' AND EXISTS (
-                  SELECT 1 FROM analysis_requests a WHERE a.request_id = p.request_id AND a.status = 'payment_pending')))
+                AND (p.state = 'submitted' OR p.request_id IN (
+                  SELECT a.request_id FROM analysis_requests a WHERE a.status = 'payment_pending'))
               ORDER BY p.updated_at LIMIT 1
               FOR UPDATE OF p SKIP LOCKED)
             AND (reconciling_until IS NULL OR reconciling_until < ${at})

@@ -23,8 +23,8 @@ export class X402Reconciler extends Context.Tag("morsel/x402/X402Reconciler")<
   X402Reconciler,
   {
     /**
-     * One pass over payments untouched for a while: submitted ones, and claimed ones whose request waits on its
-     * payment (also what an operator's "reconcile now" runs).
+     * One pass over payments untouched for a while: submitted ones, and any whose request still waits on its
+     * payment (also what an operator's "reconcile now" runs). Claims of failed attempts are released first.
      */
     readonly runOnce: Effect.Effect<ReconcilePass>
     /** Every finished pass, background or on demand. */
@@ -67,6 +67,13 @@ export const ReconcilerLive = (options: ReconcilerOptions = {}) =>
         const failed: Array<{ requestId: string; reason: string }> = []
         // Fixed for the pass: a payment touched during it is not due again before the next one.
         const before = new Date((yield* Clock.currentTimeMillis) - minAge)
+        // Claims of failed attempts whose release failed would otherwise hold their authorizations for good.
+        yield* store.releaseAbandoned(Option.none()).pipe(
+          Effect.tap((released) =>
+            released.length > 0 ? Effect.logInfo("x402 claims of failed attempts released", { count: released.length }) : Effect.void
+          ),
+          Effect.catchAll((e) => Effect.logWarning("releasing x402 claims of failed attempts failed", e.message))
+        )
         let examined = 0
         while (examined < batch) {
           const next = yield* takeNext(before)
@@ -81,10 +88,9 @@ export const ReconcilerLive = (options: ReconcilerOptions = {}) =>
             } else if (outcome._tag === "Failed") {
               failed.push({ requestId, reason: outcome.reason })
               if (Option.isSome(resolutions)) yield* resolutions.value.failed(requestId, outcome.reason)
-            } else {
-              // Touch it so the next pass gives it a rest of minAge.
-              yield* store.countAttempt(requestId)
             }
+            // Rest it until the next pass: pending, or final with a request the resolution could not update yet.
+            yield* outcome._tag === "Pending" ? store.countAttempt(requestId) : store.touch(requestId)
           }).pipe(Effect.ensuring(Effect.ignore(store.endLease(requestId))))
         }
         const pass: ReconcilePass = { examined, settled, failed, pending: examined - settled.length - failed.length }

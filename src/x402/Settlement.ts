@@ -1,8 +1,8 @@
 /** Submitting a claimed payment on chain: self-settlement with our own gas wallet, or through an x402 facilitator. */
-import type { SqlError } from "@effect/sql"
+import { SqlClient, type SqlError } from "@effect/sql"
 import { HTTPFacilitatorClient } from "@x402/core/server"
 import { type PaymentPayload, type PaymentRequirements, SettleError, type SettleResponse } from "@x402/core/types"
-import { Context, Effect, Layer, Option, Redacted, Ref } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import {
   type Address,
   BaseError,
@@ -22,6 +22,7 @@ import { AppConfig } from "../config.ts"
 import { ChainUnavailable, EvmChain, eip3009Abi, paymentChain } from "./EvmChain.ts"
 import { PaymentStore, type PaymentRecord } from "./PaymentStore.ts"
 import type { Authorization } from "./protocol.ts"
+import { type LeaseLost, makeSettlerNonces, type SettlerLease } from "./SettlerNonces.ts"
 
 /** What one submission attempt achieved. */
 export type Submission =
@@ -81,13 +82,17 @@ export const transferCalldata = (a: Authorization, signature: Hex): Hex => {
   return encodeFunctionData({ abi: eip3009Abi, functionName: "transferWithAuthorization", args: [...head, signature] })
 }
 
-/** Self-settlement: our wallet (X402_SETTLER_PRIVATE_KEY) pays gas and submits the payer's authorization itself. */
+/**
+ * Self-settlement: our wallet (X402_SETTLER_PRIVATE_KEY) pays gas and submits the payer's authorization itself.
+ * Several instances may share the wallet: nonces are chosen under its lease in PostgreSQL (SettlerNonces).
+ */
 export const SelfSettlement = Layer.effect(
   Settlement,
   Effect.gen(function* () {
     const settings = yield* AppConfig
     const chain = yield* EvmChain
     const store = yield* PaymentStore
+    const sql = yield* SqlClient.SqlClient
     const key = yield* Option.match(settings.x402.settlerPrivateKey, {
       onNone: () => Effect.dieMessage("self-settlement needs X402_SETTLER_PRIVATE_KEY"),
       onSome: Effect.succeed
@@ -98,9 +103,7 @@ export const SelfSettlement = Layer.effect(
       chain: paymentChain(settings.x402.rpcUrl),
       transport: http(settings.x402.rpcUrl, { retryCount: 1, timeout: 10_000 })
     })
-    // One submission at a time: transactions from one wallet need consecutive nonces.
-    const lock = yield* Effect.makeSemaphore(1)
-    const nextNonce = yield* Ref.make(Option.none<number>())
+    const nonces = yield* makeSettlerNonces(account.address)
 
     const rpc = <A>(operation: string, f: () => Promise<A>) =>
       Effect.tryPromise({ try: f, catch: (cause) => new ChainUnavailable({ operation, cause }) })
@@ -115,52 +118,123 @@ export const SelfSettlement = Layer.effect(
         )
       )
 
-    /** Signs the transfer with the next nonce; the caller holds the lock. */
-    const sign = (asset: Address, data: Hex) =>
+    const broadcast = (raw: Hex) =>
+      rpc("broadcast", () => wallet.sendRawTransaction({ serializedTransaction: raw })).pipe(
+        Effect.tapError((e) => Effect.logWarning("x402 settlement broadcast failed", e.message)),
+        Effect.ignore
+      )
+
+    /**
+     * Signs `call` at `nonce`, saves it with the payment (`save` answers false when another attempt won) and records
+     * the nonce while the lease holds, all before the transaction exists anywhere else; then broadcasts it.
+     */
+    const sendAt = (
+      lease: SettlerLease,
+      nonce: number,
+      call: Call,
+      requestId: Option.Option<string>,
+      save: (txHash: Hex, raw: Hex) => Effect.Effect<boolean, SqlError.SqlError>
+    ) =>
       Effect.gen(function* () {
-        const known = yield* Ref.get(nextNonce)
-        const onChain = yield* rpc("nonce lookup", () => chain.client.getTransactionCount({ address: account.address, blockTag: "pending" }))
-        const nonce = Option.match(known, { onNone: () => onChain, onSome: (n) => Math.max(n, onChain) })
         const request = yield* rpc("transaction preparation", () =>
-          wallet.prepareTransactionRequest({ to: asset, data, nonce, chain: wallet.chain, account })
+          wallet.prepareTransactionRequest({ ...call, nonce, chain: wallet.chain, account })
         )
         const raw = yield* rpc("transaction signing", () => wallet.signTransaction(request))
-        return { raw, hash: keccak256(raw), nonce }
+        const txHash = keccak256(raw)
+        const saved = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            if (!(yield* save(txHash, raw))) return false
+            yield* lease.record(nonce, txHash, requestId)
+            return true
+          })
+        )
+        if (!saved) return { _tag: "Lost" } satisfies Submission
+        yield* broadcast(raw)
+        return { _tag: "Broadcast", txHash } satisfies Submission
       })
 
-    const broadcast = (raw: Hex, nonce: number) =>
-      rpc("broadcast", () => wallet.sendRawTransaction({ serializedTransaction: raw })).pipe(
-        Effect.zipRight(Ref.set(nextNonce, Option.some(nonce + 1))),
-        Effect.tapError((e) =>
-          // The nonce may be off (another sender, a dropped transaction): read it from the chain next time.
-          Ref.set(nextNonce, Option.none()).pipe(Effect.zipRight(Effect.logWarning("x402 settlement broadcast failed", e.message)))
-        )
+    /** Work under the settler's lease; trouble with the chain or the lease leaves the payment for a later attempt. */
+    const underLease = (work: (lease: SettlerLease) => Effect.Effect<Submission, ChainUnavailable | LeaseLost | SqlError.SqlError>) =>
+      nonces.exclusive(work).pipe(
+        Effect.catchTags({
+          ChainUnavailable: (e) => Effect.succeed({ _tag: "NotSent", reason: e.message } satisfies Submission),
+          LeaseLost: (e) => Effect.succeed({ _tag: "NotSent", reason: e.message } satisfies Submission),
+          SettlerBusy: (e) => Effect.succeed({ _tag: "NotSent", reason: e.message } satisfies Submission)
+        })
       )
+
+    /** A fresh transaction carrying the transfer, at the next nonce (or the gap it fills). */
+    const sendTransfer = (
+      record: PaymentRecord,
+      data: Hex,
+      state: PaymentRecord["state"],
+      save: (txHash: Hex, raw: Hex) => Effect.Effect<boolean, SqlError.SqlError>
+    ) =>
+      underLease((lease) =>
+        Effect.gen(function* () {
+          // Another attempt of this request may have sent it while this one waited for the wallet.
+          const now = yield* store.get(record.requestId)
+          if (Option.isNone(now) || now.value.state !== state) return { _tag: "Lost" } satisfies Submission
+          const nonce = yield* lease.next
+          return yield* sendAt(lease, nonce, { to: getAddress(record.asset), data }, Option.some(record.requestId), save)
+        })
+      )
+
+    /**
+     * A transaction of ours the node holds but does not mine: priced under the chain's base fee, it is signed again
+     * at its nonce with higher fees; waiting behind a nonce the node lost, that gap is filled with a zero-value
+     * transfer to ourselves. Answers the hash that now carries the payment.
+     */
+    const unstick = (record: PaymentRecord, txHash: Hex, raw: Hex) =>
+      Effect.gen(function* () {
+        const tx = parseTransaction(raw)
+        const nonce = tx.nonce ?? 0
+        const [block, pending] = yield* Effect.all(
+          [
+            rpc("latest block", () => chain.client.getBlock({ blockTag: "latest" })),
+            rpc("pending nonce lookup", () => chain.client.getTransactionCount({ address: account.address, blockTag: "pending" }))
+          ],
+          { concurrency: 2 }
+        )
+        const baseFee = block.baseFeePerGas
+        if (tx.to && tx.data && tx.maxFeePerGas !== undefined && tx.maxPriorityFeePerGas !== undefined && baseFee != null && tx.maxFeePerGas < baseFee) {
+          const tip = bumped(tx.maxPriorityFeePerGas)
+          const fees = { maxPriorityFeePerGas: tip, maxFeePerGas: bigMax(bumped(tx.maxFeePerGas), baseFee * 2n + tip) }
+          yield* Effect.logWarning("x402 settlement transaction priced under the base fee; replacing it with higher fees", { nonce })
+          const call: Call = { to: tx.to, data: tx.data, ...(tx.gas !== undefined ? { gas: tx.gas } : {}), ...fees }
+          const replaced = yield* underLease((lease) =>
+            sendAt(lease, nonce, call, Option.some(record.requestId), (hash, signed) =>
+              store.recordTransaction(record.requestId, { txHash: hash, rawTransaction: Option.some(signed) }).pipe(Effect.as(true))
+            )
+          )
+          return replaced._tag === "Broadcast" ? replaced.txHash : txHash
+        }
+        if (nonce > pending) {
+          yield* underLease((lease) =>
+            Effect.flatMap(lease.gap, (gap) =>
+              Option.match(gap, {
+                onNone: () => Effect.succeed({ _tag: "Lost" } satisfies Submission),
+                onSome: (n) =>
+                  Effect.logWarning("x402 settler nonce gap; filling it with a zero-value transfer", { nonce: n }).pipe(
+                    Effect.zipRight(sendAt(lease, n, { to: account.address, value: 0n, gas: 21_000n }, Option.none(), () => Effect.succeed(true)))
+                  )
+              })
+            )
+          )
+        }
+        return txHash
+      })
 
     const submit = (record: PaymentRecord, payment: SignedPayment): Effect.Effect<Submission, SqlError.SqlError> =>
       Effect.gen(function* () {
-        const asset = getAddress(record.asset)
         const data = transferCalldata(payment.authorization, payment.signature)
-        const simulated = yield* Effect.either(simulate(asset, data))
+        const simulated = yield* Effect.either(simulate(getAddress(record.asset), data))
         if (simulated._tag === "Left") return simulated.left
-        return yield* lock.withPermits(1)(
-          Effect.gen(function* () {
-            // Another attempt of this request may have submitted while this one waited for the lock.
-            const now = yield* store.get(record.requestId)
-            if (Option.isNone(now) || now.value.state !== "claimed") return { _tag: "Lost" } satisfies Submission
-            const prepared = yield* Effect.either(sign(asset, data))
-            if (prepared._tag === "Left") return { _tag: "NotSent", reason: prepared.left.message } satisfies Submission
-            const tx = prepared.right
-            // The hash is durable before the transaction exists anywhere else: a crash after this line is reconcilable.
-            const won = yield* store.markSubmitted(record.requestId, {
-              by: "self",
-              txHash: Option.some(tx.hash),
-              rawTransaction: Option.some(tx.raw)
-            })
-            if (Option.isNone(won)) return { _tag: "Lost" } satisfies Submission
-            yield* Effect.ignore(broadcast(tx.raw, tx.nonce))
-            return { _tag: "Broadcast", txHash: tx.hash } satisfies Submission
-          })
+        return yield* sendTransfer(record, data, "claimed", (txHash, raw) =>
+          // Exactly one attempt moves the claim to submitted; another may have done it while this one waited.
+          store
+            .markSubmitted(record.requestId, { by: "self", txHash: Option.some(txHash), rawTransaction: Option.some(raw) })
+            .pipe(Effect.map(Option.isSome))
         )
       })
 
@@ -178,8 +252,11 @@ export const SelfSettlement = Layer.effect(
           const known = yield* Effect.either(chain.knows(hash))
           const mined = yield* Effect.either(chain.receipt(hash))
           const waiting = known._tag === "Right" && known.right && mined._tag === "Right" && Option.isNone(mined.right)
-          // Still in the node's mempool: it needs time, not a second transaction.
-          if (waiting) return { _tag: "Broadcast", txHash: hash } satisfies Submission
+          // Still in the node's mempool: it needs time (or a higher fee, or a filled gap below it), not a second transfer.
+          if (waiting) {
+            const carrier = yield* unstick(record, hash, raw).pipe(Effect.orElseSucceed(() => hash))
+            return { _tag: "Broadcast", txHash: carrier } satisfies Submission
+          }
           const reverted = mined._tag === "Right" && Option.isSome(mined.right)
           if (!reverted) {
             const again = yield* Effect.either(rpc("rebroadcast", () => wallet.sendRawTransaction({ serializedTransaction: raw })))
@@ -189,15 +266,8 @@ export const SelfSettlement = Layer.effect(
         // The old transaction cannot be sent again (its nonce was taken, its fee went stale): sign a fresh one.
         const simulated = yield* Effect.either(simulate(asset, data.value))
         if (simulated._tag === "Left") return simulated.left
-        return yield* lock.withPermits(1)(
-          Effect.gen(function* () {
-            const signed = yield* Effect.either(sign(asset, data.value))
-            if (signed._tag === "Left") return { _tag: "NotSent", reason: signed.left.message } satisfies Submission
-            const tx = signed.right
-            yield* store.recordTransaction(record.requestId, { txHash: tx.hash, rawTransaction: Option.some(tx.raw) })
-            yield* Effect.ignore(broadcast(tx.raw, tx.nonce))
-            return { _tag: "Broadcast", txHash: tx.hash } satisfies Submission
-          })
+        return yield* sendTransfer(record, data.value, "submitted", (txHash, raw) =>
+          store.recordTransaction(record.requestId, { txHash, rawTransaction: Option.some(raw) }).pipe(Effect.as(true))
         )
       })
 
@@ -208,6 +278,21 @@ export const SelfSettlement = Layer.effect(
     }
   })
 )
+
+/** What a settlement transaction calls: the token's transfer, or a plain value transfer that fills a nonce gap. */
+type Call = {
+  readonly to: Address
+  readonly data?: Hex
+  readonly value?: bigint
+  readonly gas?: bigint
+  readonly maxFeePerGas?: bigint
+  readonly maxPriorityFeePerGas?: bigint
+}
+
+/** A replacement must pay at least 10% more than the transaction it replaces: 12.5% and one wei. */
+const bumped = (fee: bigint) => fee + fee / 8n + 1n
+
+const bigMax = (a: bigint, b: bigint) => (a > b ? a : b)
 
 /** Settlement through an x402 facilitator's /settle (X402_FACILITATOR_URL). */
 export const FacilitatorSettlement = Layer.effect(

@@ -16,6 +16,7 @@ import {
   challengeFailure,
   type DecodedPayment,
   decodePayment,
+  MAX_TIMEOUT_SECONDS,
   NETWORK,
   pendingResponse,
   receipt,
@@ -26,11 +27,14 @@ import {
   unavailable
 } from "./protocol.ts"
 import { ReconcilerDisabled, ReconcilerLive, type ReconcilerOptions, type X402Reconciler } from "./Reconciler.ts"
-import { FacilitatorSettlement, SelfSettlement } from "./Settlement.ts"
+import { FacilitatorSettlement, SelfSettlement, type Settlement } from "./Settlement.ts"
 import { FacilitatorVerifier, LocalVerifier, Verifier } from "./Verifier.ts"
 
 /** Blocks before the head at verification from which a spend of the authorization is searched (RPC nodes may lag). */
 const CLAIM_BLOCK_MARGIN = 100n
+
+/** Clock skew a payer's validBefore may have beyond the challenge's maxTimeoutSeconds. */
+const VALIDITY_MARGIN_SECONDS = 60
 
 /** SPEC §7: a pending payment is retried after 60 seconds. */
 export const PENDING_RETRY_AFTER_SECONDS = 60
@@ -105,6 +109,7 @@ export const X402FundingLive = Layer.effect(
 
     const invalid = (message: string) => challengeFailure(terms, "invalid_payment", message)
     const minimumValiditySeconds = Math.ceil((settings.analysisTimeoutMs + settings.x402.confirmTimeoutMs) / 1000) + 30
+    const maximumValiditySeconds = MAX_TIMEOUT_SECONDS + VALIDITY_MARGIN_SECONDS
 
     const unavailableNow = (what: string, requestId?: string): Effect.Effect<never, ServiceUnavailable> =>
       setRetryAfter(5).pipe(
@@ -121,6 +126,9 @@ export const X402FundingLive = Layer.effect(
         )
       )
 
+    const failedBefore = (reason: string) =>
+      invalid(`the payment could not be settled: ${explain(reason)}; nothing was charged and nothing is served, sign a new payment`)
+
     const settledOrFail =
       (requestId: string, payment: DecodedPayment) =>
       (outcome: Outcome): Effect.Effect<Settled, PaymentRequired | ServiceUnavailable> => {
@@ -128,7 +136,7 @@ export const X402FundingLive = Layer.effect(
         case "Settled":
           return Effect.succeed(toSettled(outcome))
         case "Failed":
-          return invalid(`the payment could not be settled: ${explain(outcome.reason)}; nothing was charged and nothing is served, sign a new payment`)
+          return failedBefore(outcome.reason)
         case "Pending": {
           const pendingReceipt = pendingResponse(outcome.txHash, payment.payer)
           return setRetryAfter(PENDING_RETRY_AFTER_SECONDS).pipe(
@@ -174,13 +182,29 @@ export const X402FundingLive = Layer.effect(
               request_id: requestId
             }
           })
-        const holder = yield* store.holder(asset.toLowerCase(), payment.payer, nonce).pipe(
-          Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId))
-        )
-        if (Option.isSome(holder) && holder.value !== requestId) return yield* Effect.fail(reused())
+        // An authorization valid for longer than the challenge offers is refused before anything is looked up or stored.
+        const nowSeconds = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+        if (BigInt(payment.authorization.validBefore) > BigInt(nowSeconds + maximumValiditySeconds)) {
+          return yield* invalid(
+            `the authorization is valid for too long: validBefore may be at most ${maximumValiditySeconds} seconds ahead (the challenge's maxTimeoutSeconds of ${MAX_TIMEOUT_SECONDS} plus ${VALIDITY_MARGIN_SECONDS}); sign it with the challenge's maxTimeoutSeconds`
+          )
+        }
+        const records = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+          self.pipe(Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId)))
+        const holder = yield* records(store.holder(asset.toLowerCase(), payment.payer, nonce))
+        if (Option.isSome(holder) && holder.value !== requestId) {
+          const other = yield* records(store.get(holder.value))
+          // The payment of an earlier attempt can no longer happen: nothing was charged, a new payment is needed.
+          if (Option.isSome(other) && other.value.state === "failed") {
+            return yield* failedBefore(Option.getOrElse(other.value.failureReason, () => "the payment failed"))
+          }
+          // A claim left behind by a failed attempt (its release failed) holds nothing: give it back and claim here.
+          const freed = yield* records(store.releaseAbandoned(holder))
+          if (freed.length === 0) return yield* Effect.fail(reused())
+        }
         if (Option.isSome(holder)) {
           // This request already holds the authorization; past its submission the chain, not a new check, decides.
-          const held = yield* store.get(requestId).pipe(Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId)))
+          const held = yield* records(store.get(requestId))
           if (Option.isSome(held) && held.value.digest === digest && held.value.state !== "claimed") return reservationFor(requestId, payment)
         }
         // SPEC §1: externally owned wallets only. The head is read before verification: no spend the
@@ -207,7 +231,6 @@ export const X402FundingLive = Layer.effect(
           return yield* invalid(`the payment is not valid: ${explain(reason)}`)
         }
         // Work is paid only after it is done: the authorization must outlive the analysis and its settlement.
-        const nowSeconds = Math.floor((yield* Clock.currentTimeMillis) / 1000)
         if (BigInt(payment.authorization.validBefore) < BigInt(nowSeconds + minimumValiditySeconds)) {
           return yield* invalid(
             `the authorization expires too soon: it must stay valid for at least ${minimumValiditySeconds} seconds (sign it with the challenge's maxTimeoutSeconds)`
@@ -288,32 +311,49 @@ export const X402FundingLive = Layer.effect(
   })
 )
 
+/** What x402 needs of a chain: verification, settlement and reads (receipts, authorization state, the head). */
+export type ChainServices = Verifier | Settlement | EvmChain
+
 /**
- * Everything x402 needs, chosen by the settings: off without X402_PAY_TO; settlement through
- * X402_FACILITATOR_URL when set, else self-settlement with X402_SETTLER_PRIVATE_KEY; plus the
- * background reconciler (tell it about resolutions by providing PaymentResolutions).
+ * The chain seam chosen by the settings: settlement through X402_FACILITATOR_URL when set, else self-settlement
+ * with X402_SETTLER_PRIVATE_KEY; both read the chain over X402_RPC_URL.
  */
-export const X402Layer = (
-  options: ReconcilerOptions = {}
-): Layer.Layer<X402Funding | X402Reconciler, ConfigError.ConfigError, AppConfig | SqlClient.SqlClient> =>
+export const ChainFromSettings: Layer.Layer<ChainServices, ConfigError.ConfigError, AppConfig | PaymentStore | SqlClient.SqlClient> = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const settings = yield* AppConfig
+    const route = Option.isSome(settings.x402.facilitatorUrl)
+      ? Layer.merge(FacilitatorSettlement, FacilitatorVerifier)
+      : Option.isSome(settings.x402.settlerPrivateKey)
+        ? Layer.merge(SelfSettlement, LocalVerifier)
+        : undefined
+    if (!route) {
+      return yield* Effect.fail(
+        ConfigError.MissingData(
+          ["X402_SETTLER_PRIVATE_KEY"],
+          "X402_PAY_TO is set, so x402 needs a way to settle: set X402_SETTLER_PRIVATE_KEY (self-settlement) or X402_FACILITATOR_URL"
+        )
+      )
+    }
+    return route.pipe(Layer.provideMerge(EvmChainLive))
+  })
+)
+
+/**
+ * Everything x402 needs: off without X402_PAY_TO; else on the given chain seam (by default the one the settings
+ * choose; `ChainMemory` with a `MemoryChain` for the sandbox and tests), plus the background reconciler (tell it
+ * about resolutions by providing PaymentResolutions).
+ */
+export const X402Layer = <E = never, R = never>(
+  options: ReconcilerOptions = {},
+  chain?: Layer.Layer<ChainServices, E, R>
+): Layer.Layer<X402Funding | X402Reconciler, ConfigError.ConfigError | E, AppConfig | SqlClient.SqlClient | Exclude<R, PaymentStore>> =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const settings = yield* AppConfig
       if (Option.isNone(settings.x402.payTo)) return Layer.merge(Layer.succeed(X402Funding, disabled), ReconcilerDisabled)
-      const route = Option.isSome(settings.x402.facilitatorUrl)
-        ? Layer.merge(FacilitatorSettlement, FacilitatorVerifier)
-        : Option.isSome(settings.x402.settlerPrivateKey)
-          ? Layer.merge(SelfSettlement, LocalVerifier)
-          : undefined
-      if (!route) {
-        return yield* Effect.fail(
-          ConfigError.MissingData(
-            ["X402_SETTLER_PRIVATE_KEY"],
-            "X402_PAY_TO is set, so x402 needs a way to settle: set X402_SETTLER_PRIVATE_KEY (self-settlement) or X402_FACILITATOR_URL"
-          )
-        )
-      }
-      const services = PaymentsLive.pipe(Layer.provideMerge(route), Layer.provideMerge(Layer.merge(PaymentStoreLive, EvmChainLive)))
+      const seam: Layer.Layer<ChainServices, ConfigError.ConfigError | E, AppConfig | PaymentStore | SqlClient.SqlClient | R> =
+        chain ?? ChainFromSettings
+      const services = PaymentsLive.pipe(Layer.provideMerge(seam), Layer.provideMerge(PaymentStoreLive))
       return Layer.merge(X402FundingLive, ReconcilerLive({ minAge: settings.x402.confirmTimeoutMs, ...options })).pipe(
         Layer.provide(services)
       )

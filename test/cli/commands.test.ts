@@ -62,8 +62,8 @@ describe("morsel client commands", () => {
       const [fresh, balance, analyzed, bought, wrongToken] = yield* Effect.all(
         [
           morsel(["key", "new", "--test"]),
-          morsel(["credits", "balance", ...base, "--key", key]),
-          morsel(["analyze", photo, "--grams", "420", "--language", "lt", ...base], { MORSEL_API_KEY: key }),
+          morsel(["credits", "balance", ...base, "--key", key, "--json"]),
+          morsel(["analyze", photo, "--grams", "420", "--language", "lt", "--json", ...base], { MORSEL_API_KEY: key }),
           morsel(["credits", "buy", ...base, "--key", newCreditKey(false)]),
           morsel(["admin", "counters", ...base, "--token", "not-the-token"])
         ],
@@ -84,7 +84,31 @@ describe("morsel client commands", () => {
       expect(wrongToken.code).toBe(1)
       expect(wrongToken.stderr).toContain("HTTP 401: invalid_admin_token")
 
-      const request = yield* morsel(["admin", "request", result.request_id, ...base], { ADMIN_TOKEN: TOKEN })
+      const [request, readable, broken] = yield* Effect.all(
+        [
+          morsel(["admin", "request", result.request_id, ...base], { ADMIN_TOKEN: TOKEN }),
+          morsel(["analyze", photo, ...base], { MORSEL_API_KEY: key }),
+          morsel(["migrate"], { DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" })
+        ],
+        { concurrency: 2 }
+      )
+      const words = yield* morsel(["credits", "balance", ...base, "--key", key])
       expect(json(request)).toMatchObject({ request_id: result.request_id, status: "paid", payer_kind: "credit", result_stored: true })
-    }), 120_000)
+
+      // Without --json people get a table of the components with the totals, and words for the balance.
+      expect(readable.code, readable.stderr).toBe(0)
+      const lines = readable.stdout.split("\n")
+      expect(lines[0]).toBe(chickenRice.dish_name)
+      expect(lines[2]).toMatch(/^component\s+grams\s+kcal\s+protein g\s+carbs g\s+fat g\s+source$/)
+      for (const item of chickenRice.items) expect(readable.stdout).toMatch(new RegExp(`^${item.name}\\s+${item.estimated_grams.toFixed(1)}\\s`, "m"))
+      expect(readable.stdout).toMatch(/^total\s+340\.0\s/m)
+      expect(readable.stdout).not.toContain("\u001b[")
+      expect(words.stdout.trim()).toBe("498 credits (test mode)")
+
+      // A failure is one line on stderr: no log lines, no stack trace.
+      expect(broken.code).toBe(1)
+      expect(broken.stdout).toBe("")
+      expect(broken.stderr.trim().split("\n")).toHaveLength(1)
+      expect(broken.stderr).toMatch(/^morsel: the database is unavailable \(check DATABASE_URL or MORSEL_DATA_DIR\)/)
+    }), 300_000)
 })

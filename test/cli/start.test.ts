@@ -20,7 +20,7 @@ const freePort = () =>
   })
 
 const waitForHealth = async (url: string, child: ChildProcess, output: () => string) => {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 900; i++) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${output()}`)
     try {
       const answer = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })
@@ -31,6 +31,12 @@ const waitForHealth = async (url: string, child: ChildProcess, output: () => str
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error(`server did not answer /health: ${output()}`)
+}
+
+/** The banner follows the first answers by a moment: wait for a line of it. */
+const waitForOutput = async (output: () => string, text: string) => {
+  for (let i = 0; i < 300 && !output().includes(text); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+  return output()
 }
 
 const stop = (child: ChildProcess) =>
@@ -79,8 +85,47 @@ describe("npm start", () => {
         headers: { "idempotency-key": "fresh-start-check-1" }
       })
       expect(analyze.status).toBe(400)
+      // Not a terminal: the banner is one JSON log line that names what is off and how to turn it on.
+      const line = (await waitForOutput(server.output, '"morsel started"'))
+        .split("\n")
+        .find((l) => l.includes('"morsel started"'))
+      expect(line, server.output()).toBeDefined()
+      expect(JSON.parse(line!)).toMatchObject({
+        message: "morsel started",
+        annotations: {
+          address: server.url,
+          database: `embedded PostgreSQL in ${join(dataDir, "bare")}`,
+          vision_model: "off: set OPENAI_API_KEY (until then analyses answer 503 model_unavailable)",
+          card_credits: "off: set STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET",
+          x402: "off: set X402_PAY_TO with X402_SETTLER_PRIVATE_KEY or X402_FACILITATOR_URL",
+          metrics: "off: set METRICS=on",
+          food_records: 0
+        }
+      })
     } finally {
       await stop(server.child)
+    }
+  }, 150_000)
+
+  it("a port in use is one line on stderr and exit code 1, before anything else starts", async () => {
+    const port = await freePort()
+    const holder = createServer().listen(port, "127.0.0.1")
+    try {
+      const child = spawn(process.execPath, [join(root, "bin/morsel.js"), "serve"], {
+        cwd: root,
+        env: { PATH: process.env["PATH"] ?? "", PORT: String(port), MORSEL_DATA_DIR: join(dataDir, "busy") },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stdout = ""
+      let stderr = ""
+      child.stdout?.on("data", (chunk) => (stdout += chunk))
+      child.stderr?.on("data", (chunk) => (stderr += chunk))
+      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve))
+      expect(code).toBe(1)
+      expect(stdout).toBe("")
+      expect(stderr.trim()).toBe(`morsel: port ${port} on 127.0.0.1 is already in use: stop the other server or set PORT`)
+    } finally {
+      holder.close()
     }
   }, 60_000)
 
@@ -88,8 +133,13 @@ describe("npm start", () => {
     const env = { MORSEL_DATA_DIR: join(dataDir, "shop"), ...stripe.env }
     const key = newCreditKey(true)
     const auth = { authorization: `Bearer ${key}` }
-    const first = await serve(env)
+    const first = await serve({ ...env, LOG_FORMAT: "pretty" })
     try {
+      // LOG_FORMAT=pretty: the banner in words, one part a line.
+      await waitForOutput(first.output, "food records")
+      expect(first.output()).toContain(`morsel listening on ${first.url}`)
+      expect(first.output()).toMatch(/^ {2}card credits +on +Stripe test mode, webhook at \/webhooks\/stripe$/m)
+      expect(first.output()).toMatch(/^ {2}vision model +off +set OPENAI_API_KEY/m)
       const checkout = await send(`${first.url}/v1/credits/checkout`, { body: { order_id: crypto.randomUUID() }, headers: auth })
       expect(checkout.status, checkout.text).toBe(200)
       const sessionId = (checkout.body as { session_id: string }).session_id
@@ -107,5 +157,5 @@ describe("npm start", () => {
     } finally {
       await stop(second.child)
     }
-  }, 90_000)
+  }, 240_000)
 })

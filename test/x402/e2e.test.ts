@@ -1,5 +1,6 @@
-// POST /v1/analyze paid per call with the official x402 client: @x402/fetch + the exact EVM scheme + a viem account, on the local chain.
-import { decodePaymentResponseHeader, wrapFetchWithPayment } from "@x402/fetch"
+// POST /v1/analyze paid per call with the official x402 client, unchanged: @x402/fetch + the exact EVM scheme + a viem account, on the memory chain.
+import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from "@x402/fetch"
+import { registerExactEvmScheme } from "@x402/evm/exact/client"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import type { Address } from "viem"
@@ -7,14 +8,13 @@ import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
 import { Limits } from "../../src/limits/Limits.ts"
 import { FundingLive } from "../../src/server.ts"
-import { Chain, type LocalChain } from "../support/chain.ts"
+import { memorySeam, type PaymentChain, TestChain } from "../support/memoryChain.ts"
 import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { errorCode, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
 import { x402Env } from "./layer.ts"
-import { payingClient } from "./payer.ts"
 
 const PRICE = 10_000n
 
@@ -24,24 +24,26 @@ const photo = await makeImage(640, 480, "jpeg")
 const body = { image_base64: photo.base64, mime_type: photo.mime }
 
 const setup = Effect.gen(function* () {
-  const chain = yield* Chain
+  const chain = yield* TestChain
   const fake = yield* startFakeOpenAI()
   const { url } = yield* startServer({
     env: { ...x402Env(chain), OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url, VISION_MODEL: "fake-vision-1" },
-    dependencies: Layer.mergeAll(VisionModelLive, NoFoodDb, FundingLive, Limits.unlimited)
+    dependencies: Layer.mergeAll(VisionModelLive, NoFoodDb, FundingLive, Limits.unlimited),
+    chain: yield* memorySeam
   })
   return { chain, fake, url }
 })
 
 /** The official client for payer `i`, remembering the PAYMENT-SIGNATURE it sent (for an identical retry). */
-const clientFor = (chain: LocalChain, i: number) => {
+const clientFor = (chain: PaymentChain, i: number) => {
   const sent: Array<string> = []
   const recording: typeof fetch = (input, init) => {
     const signature = new Headers(input instanceof Request ? input.headers : init?.headers).get("payment-signature")
     if (signature) sent.push(signature)
     return fetch(input, init)
   }
-  const paidFetch = wrapFetchWithPayment(recording, payingClient(chain.accounts.payers[i]!, chain.token))
+  // As an integrator sets it up: Base USDC is among the client's default tokens, so no allowance is needed.
+  const paidFetch = wrapFetchWithPayment(recording, registerExactEvmScheme(new x402Client(), { signer: chain.accounts.payers[i]! }))
   const analyze = (url: string, idempotencyKey: string) =>
     Effect.promise(async () => {
       const response = await paidFetch(`${url}/v1/analyze`, {
@@ -54,7 +56,7 @@ const clientFor = (chain: LocalChain, i: number) => {
   return { analyze, sent, address: chain.accounts.payers[i]!.address }
 }
 
-const transfers = (chain: LocalChain, from: Address) => Effect.promise(() => chain.transfers(from, chain.accounts.payTo.address))
+const transfers = (chain: PaymentChain, from: Address) => Effect.promise(() => chain.transfers(from, chain.accounts.payTo.address))
 
 describe("x402 end to end over HTTP", () => {
   it.scopedLive("the official client pays one analysis: 200, balances move by exactly 10000, the receipt names the mined transfer; replay pays nothing", () =>
@@ -93,7 +95,7 @@ describe("x402 end to end over HTTP", () => {
       expect(errorCode(reused)).toBe("authorization_reused")
       expect(fake.requests).toHaveLength(1)
       expect(yield* transfers(chain, client.address)).toHaveLength(1)
-    }).pipe(Effect.provide(Chain.layer())))
+    }).pipe(Effect.provide(TestChain.memory())))
 
   it.scopedLive("an analysis failure is a 502 and moves nothing", () =>
     Effect.gen(function* () {
@@ -103,7 +105,7 @@ describe("x402 end to end over HTTP", () => {
       const failed = yield* client.analyze(url, "x402-e2e-failure-0001")
       expect(failed.status).toBe(502)
       expect(yield* transfers(chain, client.address)).toEqual([])
-    }).pipe(Effect.provide(Chain.layer())))
+    }).pipe(Effect.provide(TestChain.memory())))
 
   it.scopedLive("mining paused → 503 payment_pending; mining resumed → the identical retry answers 200, one transfer", () =>
     Effect.gen(function* () {
@@ -124,5 +126,5 @@ describe("x402 end to end over HTTP", () => {
       const receipt = decodePaymentResponseHeader(retried.headers.get("payment-response")!)
       expect(yield* transfers(chain, client.address)).toEqual([{ transactionHash: receipt.transaction, value: PRICE }])
       expect(fake.requests).toHaveLength(1)
-    }).pipe(Effect.provide(Chain.layer())))
+    }).pipe(Effect.provide(TestChain.memory())))
 })

@@ -1,5 +1,6 @@
 /** The x402 services on a real local chain and a fresh test database, configured like production through the environment. */
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { SqlClient } from "@effect/sql"
 import { decodePaymentRequiredHeader } from "@x402/core/http"
 import type { PaymentRequired as X402PaymentRequired } from "@x402/core/types"
 import { Effect, FiberRef, Layer, Option, type Scope } from "effect"
@@ -7,12 +8,14 @@ import { AppConfig } from "../../src/config.ts"
 import type { PaymentRequired } from "../../src/domain/errors.ts"
 import type { PaymentResolutions, ReconcilerOptions } from "../../src/x402/Reconciler.ts"
 import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
+import { ChainMemory } from "../../src/x402/ChainMemory.ts"
 import { Chain, type LocalChain } from "../support/chain.ts"
 import { TestDatabase } from "../support/database.ts"
+import { type PaymentChain, TestChain } from "../support/memoryChain.ts"
 
 export const PUBLIC_BASE_URL = "https://morsel.example"
 
-export const x402Env = (chain: LocalChain, extra: Readonly<Record<string, string>> = {}): Record<string, string> => ({
+export const x402Env = (chain: PaymentChain, extra: Readonly<Record<string, string>> = {}): Record<string, string> => ({
   ...chain.env,
   PUBLIC_BASE_URL,
   // Short: a paused chain turns into payment_pending quickly; a mining chain confirms at the first look anyway.
@@ -27,7 +30,7 @@ export const X402Test = (
     /** Extra settings, possibly from resources started for the test (a facilitator). */
     readonly env?: (chain: LocalChain) => Effect.Effect<Readonly<Record<string, string>>, never, Scope.Scope>
     readonly reconciler?: ReconcilerOptions
-    readonly resolutions?: Layer.Layer<PaymentResolutions>
+    readonly resolutions?: Layer.Layer<PaymentResolutions, never, SqlClient.SqlClient>
     readonly payers?: number
   } = {}
 ) =>
@@ -39,7 +42,24 @@ export const X402Test = (
       const x402 = X402Layer(options.reconciler).pipe(Layer.orDie)
       return (options.resolutions ? x402.pipe(Layer.provide(options.resolutions)) : x402).pipe(Layer.provideMerge(config))
     })
-  ).pipe(Layer.provideMerge(TestDatabase.pipe(Layer.orDie)), Layer.provideMerge(Chain.layer({ payers: options.payers ?? 4 })))
+  ).pipe(
+    Layer.provideMerge(TestDatabase.pipe(Layer.orDie)),
+    Layer.provideMerge(TestChain.fromLocal),
+    Layer.provideMerge(Chain.layer({ payers: options.payers ?? 4 }))
+  )
+
+/** The same on the memory chain (X402Layer with ChainMemory): for tests whose subject is not the chain itself. */
+export const X402MemoryTest = (
+  options: { readonly reconciler?: ReconcilerOptions; readonly resolutions?: Layer.Layer<PaymentResolutions>; readonly payers?: number } = {}
+) =>
+  Layer.unwrapEffect(
+    Effect.map(TestChain, (chain) => {
+      const x402 = X402Layer(options.reconciler, ChainMemory).pipe(Layer.orDie)
+      return (options.resolutions ? x402.pipe(Layer.provide(options.resolutions)) : x402).pipe(
+        Layer.provideMerge(AppConfig.fromEnv(x402Env(chain)).pipe(Layer.orDie))
+      )
+    })
+  ).pipe(Layer.provideMerge(TestDatabase.pipe(Layer.orDie)), Layer.provideMerge(TestChain.memory({ payers: options.payers ?? 4 })))
 
 /** The challenge as a client reads it from a 402. */
 export const challenge = Effect.flatMap(X402Funding, (x402) => Effect.flip(x402.challenge)).pipe(

@@ -10,7 +10,7 @@ import { decodePayment } from "../../src/x402/protocol.ts"
 import { PaymentResolutions, type ReconcilePass, X402Reconciler } from "../../src/x402/Reconciler.ts"
 import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
-import { X402Test } from "./layer.ts"
+import { refusal, X402Test } from "./layer.ts"
 import { authorizationOf, header } from "./payer.ts"
 import { type RpcProxy, startRpcProxy } from "./rpcProxy.ts"
 import { transferCalldata } from "../../src/x402/Settlement.ts"
@@ -27,14 +27,45 @@ const authorizationUsed = (payload: PaymentPayload) =>
 
 const receiptOf = (paymentResponse: Option.Option<string>) => decodePaymentResponseHeader(Option.getOrThrow(paymentResponse))
 
-/** The analysis request waits on its payment (its result saved), as the pipeline records it before committing. */
-const awaitingPayment = (requestId: string, payer: Address) =>
+/** The analysis request in `status`, as the pipeline records it (payment_pending: its result saved before committing). */
+const analysisRequest = (requestId: string, payer: Address, status: "running" | "payment_pending") =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => {
     const at = new Date()
     return sql`
       INSERT INTO analysis_requests (request_id, payer, idempotency_key, input_fingerprint, funding, status, lease_until, created_at)
-      VALUES (${requestId}, ${`wallet:${payer.toLowerCase()}`}, ${randomUUID()}, 'fingerprint', 'x402', 'payment_pending', ${at}, ${at})`
+      VALUES (${requestId}, ${`wallet:${payer.toLowerCase()}`}, ${randomUUID()}, 'fingerprint', 'x402', ${status}, ${at}, ${at})`
   }).pipe(Effect.orDie)
+
+const awaitingPayment = (requestId: string, payer: Address) => analysisRequest(requestId, payer, "payment_pending")
+
+/** The attempt failed and its request says so, but giving back its claim failed (storage trouble, a crash). */
+const failedWithoutRelease = (payload: PaymentPayload, requestId: string, payer: Address) =>
+  Effect.gen(function* () {
+    yield* analysisRequest(requestId, payer, "running")
+    yield* Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(header(payload)), (m) => m.reserve(requestId)))
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`UPDATE analysis_requests SET status = 'failed', failure_code = 'analysis_failed', completed_at = now() WHERE request_id = ${requestId}`.pipe(
+      Effect.orDie
+    )
+  })
+
+/** The pipeline marks the request paid once its payment settled. */
+const completed = (requestId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE analysis_requests SET status = 'paid', completed_at = now() WHERE request_id = ${requestId}`).pipe(
+    Effect.orDie
+  )
+
+const requestStatus = (requestId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ status: string }>`SELECT status FROM analysis_requests WHERE request_id = ${requestId}`).pipe(
+    Effect.map((rows) => rows[0]?.status),
+    Effect.orDie
+  )
+
+const claimOf = (requestId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ state: string }>`SELECT state FROM x402_payments WHERE request_id = ${requestId}`).pipe(
+    Effect.map((rows) => rows[0]?.state),
+    Effect.orDie
+  )
 
 /** The instance claimed the authorization and saved the result, then vanished before submitting the payment. */
 const claimedThenCrashed = (payload: PaymentPayload, requestId: string, payer: Address) =>
@@ -47,16 +78,32 @@ const claimedThenCrashed = (payload: PaymentPayload, requestId: string, payer: A
 
 
 const resolved = Ref.unsafeMake<ReadonlyArray<string>>([])
-const Resolutions = Layer.succeed(PaymentResolutions, {
-  settled: (requestId) => Ref.update(resolved, (all) => [...all, `settled:${requestId}`]),
-  failed: (requestId) => Ref.update(resolved, (all) => [...all, `failed:${requestId}`])
-})
+/** Records each resolution and updates the request as the server does. */
+const Resolutions = Layer.effect(
+  PaymentResolutions,
+  Effect.map(SqlClient.SqlClient, (sql) => ({
+    settled: (requestId: string, paymentResponse: string) =>
+      Ref.update(resolved, (all) => [...all, `settled:${requestId}`]).pipe(
+        Effect.zipRight(sql`
+          UPDATE analysis_requests SET status = 'paid', payment_response = ${paymentResponse}, completed_at = now()
+          WHERE request_id = ${requestId} AND status = 'payment_pending'`),
+        Effect.orDie
+      ),
+    failed: (requestId: string) =>
+      Ref.update(resolved, (all) => [...all, `failed:${requestId}`]).pipe(
+        Effect.zipRight(sql`
+          UPDATE analysis_requests SET status = 'failed', failure_code = 'payment_failed', completed_at = now()
+          WHERE request_id = ${requestId} AND status = 'payment_pending'`),
+        Effect.orDie
+      )
+  }))
+)
 
 // Passes run only when a test asks; every payment is due at once.
 const manual = { interval: "1 hour", minAge: "0 millis" } as const
 
 describe("x402 payments left pending are recovered", () => {
-  layer(X402Test({ reconciler: manual, resolutions: Resolutions, payers: 6 }), { excludeTestServices: true })("recovery", (it) => {
+  layer(X402Test({ reconciler: manual, resolutions: Resolutions, payers: 9 }), { excludeTestServices: true })("recovery", (it) => {
     it.effect("a payment claimed but never submitted (crash, or chain down at submission) is submitted by the reconciler", () =>
       Effect.gen(function* () {
         const reconciler = yield* X402Reconciler
@@ -86,6 +133,7 @@ describe("x402 payments left pending are recovered", () => {
         yield* claimedThenCrashed(recorded, requestId, payer)
         const another = yield* signed(1)
         const settled = yield* retry(another, requestId)
+        yield* completed(requestId)
         expect(receiptOf(settled.paymentResponse)).toMatchObject({ success: true })
         expect(yield* authorizationUsed(recorded)).toBe(true)
         expect(yield* authorizationUsed(another)).toBe(false)
@@ -120,6 +168,47 @@ describe("x402 payments left pending are recovered", () => {
         for (const i of payers) expect(yield* transfersFrom(yield* payerAddress(i))).toHaveLength(1)
       }).pipe(Effect.scoped))
 
+    it.effect("a claim whose release failed does not block the retry: the same authorization pays the new attempt, once", () =>
+      Effect.gen(function* () {
+        const payer = yield* payerAddress(6)
+        const payload = yield* signed(6)
+        yield* failedWithoutRelease(payload, randomUUID(), payer)
+        // The client retries (a failed attempt frees its Idempotency-Key: the retry is a new request).
+        const settled = yield* reserveAndCommit(payload, randomUUID())
+        const transfers = yield* transfersFrom(payer)
+        expect(transfers).toEqual([{ transactionHash: receiptOf(settled.paymentResponse).transaction, value: PRICE }])
+      }))
+
+    it.effect("the reconciler releases claims of failed attempts nobody retries", () =>
+      Effect.gen(function* () {
+        const reconciler = yield* X402Reconciler
+        const requestId = randomUUID()
+        yield* failedWithoutRelease(yield* signed(7), requestId, yield* payerAddress(7))
+        expect(yield* claimOf(requestId)).toBe("claimed")
+        const pass = yield* reconciler.runOnce
+        expect(pass.examined).toBe(0)
+        expect(yield* claimOf(requestId)).toBeUndefined()
+        expect(yield* transfersFrom(yield* payerAddress(7))).toEqual([])
+      }))
+
+    it.effect("a payment settled while its request stayed payment_pending (crash between the two writes) completes the request", () =>
+      Effect.gen(function* () {
+        const reconciler = yield* X402Reconciler
+        const payer = yield* payerAddress(8)
+        const payload = yield* signed(8)
+        const requestId = randomUUID()
+        // Settled on chain and in the payment record; the instance died before it marked the request paid.
+        yield* awaitingPayment(requestId, payer)
+        const settled = yield* reserveAndCommit(payload, requestId)
+        expect(yield* requestStatus(requestId)).toBe("payment_pending")
+        const pass = yield* reconciler.runOnce
+        expect(pass.settled).toEqual([{ requestId, paymentResponse: Option.getOrThrow(settled.paymentResponse) }])
+        expect(yield* requestStatus(requestId)).toBe("paid")
+        // Done: the next pass leaves it alone, and nothing moved twice.
+        expect((yield* reconciler.runOnce).examined).toBe(0)
+        expect(yield* transfersFrom(payer)).toHaveLength(1)
+      }))
+
     // Last: it moves the chain's clock an hour ahead.
     it.effect("a claimed payment whose authorization expired unsent is failed by the reconciler: nothing moves, the retry is a 402", () =>
       Effect.gen(function* () {
@@ -135,6 +224,14 @@ describe("x402 payments left pending are recovered", () => {
         expect(yield* Ref.get(resolved)).toContain(`failed:${requestId}`)
         expect(yield* transfersFrom(payer)).toEqual([])
         expect(yield* Effect.flip(retry(payload, requestId))).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" } })
+        // Its request failed with the payment, so the client's identical retry is a new attempt with the same
+        // authorization: a 402 with a fresh challenge (nothing was charged), not a reuse conflict.
+        expect(yield* requestStatus(requestId)).toBe("failed")
+        const { error, headers } = yield* refusal(reserveAndCommit(payload, randomUUID()))
+        expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" }, payment_required: { x402Version: 2 } })
+        expect((error as { error: { message: string } }).error.message).toMatch(/could not be settled: .*expired.*nothing was charged/)
+        expect(headers["payment-required"]).toBeDefined()
+        expect(yield* transfersFrom(payer)).toEqual([])
       }))
   })
 

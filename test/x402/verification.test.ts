@@ -1,27 +1,28 @@
 import { randomUUID } from "node:crypto"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
+import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { PrivateKeyAccount } from "viem/accounts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
-import { Chain } from "../support/chain.ts"
-import { challenge, decodeChallengeHeader, PUBLIC_BASE_URL, refusal, X402Test } from "./layer.ts"
+import { TestChain } from "../support/memoryChain.ts"
+import { challenge, decodeChallengeHeader, PUBLIC_BASE_URL, refusal, X402MemoryTest } from "./layer.ts"
 import { authorizationOf, header, signPayment, withBrokenSignature } from "./payer.ts"
 
 /** Signs with `account` for the current challenge, the terms altered by `alter`. */
-const sign = (account: (chain: Chain["Type"]) => PrivateKeyAccount, alter?: (r: PaymentRequirements) => PaymentRequirements) =>
+const sign = (account: (chain: TestChain["Type"]) => PrivateKeyAccount, alter?: (r: PaymentRequirements) => PaymentRequirements) =>
   Effect.gen(function* () {
-    const chain = yield* Chain
+    const chain = yield* TestChain
     const terms = yield* challenge
     return yield* Effect.promise(() => signPayment(account(chain), terms, alter))
   })
 
-const payer0 = (chain: Chain["Type"]) => chain.accounts.payers[0]!
+const payer0 = (chain: TestChain["Type"]) => chain.accounts.payers[0]!
 
 /** Tries to reserve with the payment: the answer, the headers it set, and what the chain saw afterwards. */
 const attempt = (payload: PaymentPayload | string) =>
   Effect.gen(function* () {
-    const chain = yield* Chain
+    const chain = yield* TestChain
     const x402 = yield* X402Funding
     const value = typeof payload === "string" ? payload : header(payload)
     const { error, headers } = yield* refusal(Effect.flatMap(x402.identify(value), (m) => m.reserve(randomUUID())))
@@ -29,9 +30,10 @@ const attempt = (payload: PaymentPayload | string) =>
     return { error: error as { _tag: string; error: { code: string; message: string }; payment_required?: { accepts: ReadonlyArray<unknown> } }, headers, transfers }
   })
 
+// The subject is what morsel refuses and answers, not the chain: the memory chain stands in for it.
 describe("x402 verification before any work", () => {
-  layer(X402Test(), { excludeTestServices: true })("refused payments", (it) => {
-    const refusedWith = (payload: Effect.Effect<PaymentPayload | string, never, Chain | X402Funding>, reason: RegExp) =>
+  layer(X402MemoryTest(), { excludeTestServices: true })("refused payments", (it) => {
+    const refusedWith = (payload: Effect.Effect<PaymentPayload | string, never, TestChain | X402Funding>, reason: RegExp) =>
       Effect.gen(function* () {
         const { error, headers, transfers } = yield* attempt(yield* payload)
         expect(error._tag).toBe("PaymentRequired")
@@ -59,6 +61,21 @@ describe("x402 verification before any work", () => {
         /expires too soon: it must stay valid for at least \d+ seconds/
       ))
 
+    // validBefore = now + maxTimeoutSeconds: the challenge offers 600 s, a margin of 60 s covers clock skew.
+    for (const [what, seconds] of [
+      ["an hour", 3600],
+      ["beyond 64 bits", 2 ** 65]
+    ] as const) {
+      it.effect(`an authorization valid for ${what} is refused before anything is stored`, () =>
+        Effect.gen(function* () {
+          const payload = yield* sign(payer0, (r) => ({ ...r, maxTimeoutSeconds: seconds }))
+          yield* refusedWith(Effect.succeed(payload), /valid for too long: validBefore may be at most 660 seconds ahead/)
+          const sql = yield* SqlClient.SqlClient
+          const stored = yield* sql`SELECT 1 FROM x402_payments WHERE auth_nonce = ${authorizationOf(payload).nonce}`.pipe(Effect.orDie)
+          expect(stored).toEqual([])
+        }))
+    }
+
     it.effect("under-funded wallet", () =>
       refusedWith(
         sign((c) => c.accounts.pauper),
@@ -67,9 +84,9 @@ describe("x402 verification before any work", () => {
 
     it.effect("wrong payTo", () =>
       Effect.gen(function* () {
-        const chain = yield* Chain
+        const chain = yield* TestChain
         yield* refusedWith(
-          sign(payer0, (r) => ({ ...r, payTo: chain.accounts.settler.address })),
+          sign(payer0, (r) => ({ ...r, payTo: chain.accounts.payers[1]!.address })),
           /another address than the challenge's payTo.*recipient_mismatch/
         )
       }))
@@ -108,7 +125,7 @@ describe("x402 verification before any work", () => {
 
     it.effect("an authorization that names another wallet than its signer is refused before that wallet is trusted", () =>
       Effect.gen(function* () {
-        const chain = yield* Chain
+        const chain = yield* TestChain
         const x402 = yield* X402Funding
         const good = yield* sign(payer0)
         const victim = chain.accounts.payers[1]!.address
@@ -128,7 +145,7 @@ describe("x402 verification before any work", () => {
 
     it.effect("a refused authorization is not recorded: the payer may fix nothing and try the valid one next", () =>
       Effect.gen(function* () {
-        const chain = yield* Chain
+        const chain = yield* TestChain
         const x402 = yield* X402Funding
         const good = yield* sign(payer0)
         yield* attempt(withBrokenSignature(good))

@@ -1,0 +1,39 @@
+/** The web page at `/`: static HTML, CSS and script served by the service itself, also as the checkout return page. */
+import { existsSync, readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer } from "effect"
+
+/** The assets sit beside this module in the source tree; the built module (dist/src/web) reads them from there. */
+const staticDir = (): string => {
+  const beside = fileURLToPath(new URL("./static/", import.meta.url))
+  return existsSync(beside) ? beside : fileURLToPath(new URL("../../../src/web/static/", import.meta.url))
+}
+
+/** Nothing but the service's own origin: no CDN, no framing, no inline script. */
+const SECURITY_HEADERS = {
+  "content-security-policy":
+    "default-src 'self'; img-src 'self' blob: data:; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-cache"
+}
+
+const asset = (file: string, contentType: string) => {
+  const body = readFileSync(`${staticDir()}${file}`)
+  return Effect.sync(() => HttpServerResponse.uint8Array(body, { contentType, headers: SECURITY_HEADERS }))
+}
+
+/** `/` and the checkout return pages (the page confirms the purchase), plus the page's script and style sheet. */
+export const WebRoute = Layer.unwrapEffect(
+  Effect.sync(() => {
+    const page = asset("index.html", "text/html; charset=utf-8")
+    return Layer.mergeAll(
+      HttpLayerRouter.add("GET", "/", page),
+      HttpLayerRouter.add("GET", "/checkout/success", page),
+      HttpLayerRouter.add("GET", "/checkout/cancel", page),
+      HttpLayerRouter.add("GET", "/app.js", asset("app.js", "text/javascript; charset=utf-8")),
+      HttpLayerRouter.add("GET", "/app.css", asset("app.css", "text/css; charset=utf-8"))
+    )
+  })
+)

@@ -1,0 +1,416 @@
+// The morsel web page: a photo in, the estimate as a table and a chart; credit keys and purchases in the browser.
+const MAX_BYTES = 2_000_000
+const MAX_SIDE = 2048
+const MIN_SIDE = 16
+const KEY_STORE = "morsel.key"
+const ORDER_STORE = "morsel.order"
+
+const $ = (id) => document.getElementById(id)
+const state = { health: null, photo: null, pending: null }
+
+const randomHex = (bytes) => Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join("")
+const idempotencyKey = () => `web-${randomHex(16)}`
+const uuidV4 = () => crypto.randomUUID()
+
+const keyPrefix = () => (state.health?.test_mode ? "morsel_test_" : "morsel_live_")
+const currentKey = () => $("key").value.trim()
+
+/** One call to the service; resolves to { status, body, retryAfter } and never throws on HTTP errors. */
+async function call(method, path, { body, key, headers = {} } = {}) {
+  const init = { method, headers: { ...headers } }
+  if (key) init.headers.Authorization = `Bearer ${key}`
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json"
+    init.body = JSON.stringify(body)
+  }
+  try {
+    const response = await fetch(path, init)
+    const text = await response.text()
+    let parsed = null
+    try { parsed = text ? JSON.parse(text) : null } catch { parsed = null }
+    return { status: response.status, body: parsed, retryAfter: Number(response.headers.get("Retry-After")) || null }
+  } catch {
+    return { status: 0, body: null, retryAfter: null }
+  }
+}
+
+const codeOf = (reply) => reply.body?.error?.code ?? ""
+const messageOf = (reply) => reply.body?.error?.message ?? ""
+
+function wait(seconds) {
+  if (!seconds) return "in a moment"
+  if (seconds >= 120) return `in about ${Math.round(seconds / 60)} minutes`
+  return `in ${seconds} seconds`
+}
+
+/** What a person should read for an error answer, and whether the identical request may be resent. */
+function explain(reply) {
+  const code = codeOf(reply)
+  const id = reply.body?.error?.request_id ? ` (request ${reply.body.error.request_id})` : ""
+  switch (reply.status) {
+    case 0: return { text: "The service cannot be reached. Check your connection and try again.", retry: true }
+    case 400: return { text: `The service refused this photo or form: ${messageOf(reply) || code}. Nothing was charged.` }
+    case 401: return { text: "This key is not active yet. Buy credits to activate it, or paste the key you bought credits with." }
+    case 402:
+      if (code === "insufficient_credits") return { text: "No credits left on this key. Buy 500 credits for USD 5.00 to continue.", buy: true }
+      if (code === "key_paused") return { text: `This key is paused after a refund or dispute, pending support review${id}.` }
+      return { text: "Analyses are paid. Generate or paste a credit key, then buy credits.", buy: true }
+    case 409:
+      if (code === "in_progress") return { text: "This photo is still being analysed. Retry in a moment; it will not be charged twice.", retry: true }
+      return { text: `${messageOf(reply) || "This request conflicts with an earlier one."} Choose the photo again to start a new analysis.` }
+    case 410: return { text: "This result is older than 24 hours and was removed. Choose the photo again for a new analysis." }
+    case 413: return { text: "The photo is too large even after shrinking. Try another photo." }
+    case 415: return { text: "The page sent an unsupported request. Reload the page and try again." }
+    case 422: return { text: `No food was detected in this photo${id}. Nothing was charged. Try a clearer photo of the meal.` }
+    case 429:
+      if (code === "failure_limit") return { text: `Too many unsuccessful analyses for this key today. Nothing was charged. Try again ${wait(reply.retryAfter)}.` }
+      if (code === "spend_limited") return { text: `This key reached its daily number of analyses. Nothing was charged. Try again ${wait(reply.retryAfter)}.` }
+      return { text: `The service is busy. Nothing was charged. Try again ${wait(reply.retryAfter)}.`, retry: true }
+    case 502: return { text: `The analysis failed${id}. Nothing was charged and your credit was returned. Try again.`, retry: true }
+    case 503:
+      if (code === "payment_pending") return { text: `The payment is being confirmed${id}. Retry the same request ${wait(reply.retryAfter)}; never pay again for it.`, retry: true }
+      return { text: `${messageOf(reply) || "The service is unavailable."} Nothing was charged.`, retry: code === "storage_unavailable" }
+    case 504: return { text: `The analysis took too long${id}. Nothing was charged. Try again.`, retry: true }
+    default: return { text: `Unexpected answer (${reply.status}${code ? ` ${code}` : ""}). Nothing was charged.` }
+  }
+}
+
+function showMessage(text, { error = false, retry = null, buy = false } = {}) {
+  const box = $("message")
+  box.replaceChildren()
+  box.hidden = false
+  box.classList.toggle("error", error)
+  const p = document.createElement("p")
+  p.textContent = text
+  box.append(p)
+  if (retry) box.append(button("Retry the same request", retry))
+  if (buy) box.append(button("Buy 500 credits (USD 5.00)", buyCredits))
+}
+
+function button(label, onClick) {
+  const b = document.createElement("button")
+  b.type = "button"
+  b.textContent = label
+  b.addEventListener("click", onClick)
+  return b
+}
+
+// ---- keys and balance ----
+
+function saveKey(key) {
+  if (key) localStorage.setItem(KEY_STORE, key)
+  else localStorage.removeItem(KEY_STORE)
+}
+
+async function refreshBalance() {
+  const key = currentKey()
+  const status = $("key-status")
+  if (!key) { status.textContent = "No key yet: generate one or paste yours."; return }
+  const reply = await call("GET", "/v1/credits/balance", { key })
+  if (reply.status === 200) {
+    const { credits_remaining: credits, blocked } = reply.body
+    status.textContent = blocked ? `Balance: ${credits} credits — key paused pending support review.` : `Balance: ${credits} credits.`
+  } else if (reply.status === 401) {
+    status.textContent = "This key is not active yet: buy credits to activate it."
+  } else {
+    status.textContent = explain(reply).text
+  }
+}
+
+function generateKey() {
+  const key = keyPrefix() + randomHex(32)
+  $("key").value = key
+  saveKey(key)
+  localStorage.removeItem(ORDER_STORE)
+  $("key-once").textContent = key
+  $("key-warning").hidden = false
+  refreshBalance()
+}
+
+// ---- buying credits ----
+
+/** The order of this key that is being bought; kept so a retry reuses the same order_id. */
+function storedOrder(key) {
+  try {
+    const order = JSON.parse(localStorage.getItem(ORDER_STORE) ?? "null")
+    return order && order.key === key ? order.order_id : null
+  } catch {
+    return null
+  }
+}
+
+async function buyCredits() {
+  const key = currentKey()
+  if (!key) { showMessage("Generate or paste a credit key first; the credits are added to it.", { error: true }); return }
+  for (let attempt = 0; attempt < 2; attempt++) {
+    let orderId = storedOrder(key)
+    if (!orderId) {
+      orderId = uuidV4()
+      localStorage.setItem(ORDER_STORE, JSON.stringify({ key, order_id: orderId }))
+    }
+    const reply = await call("POST", "/v1/credits/checkout", { key, body: { order_id: orderId, context: { channel: "website" } } })
+    if (reply.status === 200 && reply.body.checkout_url) { location.assign(reply.body.checkout_url); return }
+    if (reply.status === 200 && reply.body.state) { localStorage.removeItem(ORDER_STORE); continue } // that order is complete: start a new one
+    if (reply.status === 409) {
+      showMessage("An earlier purchase with this key is still open or unresolved. Finish it, or retry later with the same order.", { error: true })
+      return
+    }
+    showMessage(explain(reply).text, { error: true, retry: reply.status === 503 || reply.status === 0 ? buyCredits : null })
+    return
+  }
+}
+
+/** Back from the checkout: confirm the session (or read the order's state) and show the new balance. */
+async function handleReturn() {
+  const params = new URLSearchParams(location.search)
+  const panel = $("return-panel")
+  const say = (text) => { panel.hidden = false; panel.textContent = text }
+  if (location.pathname === "/checkout/cancel") {
+    say("Checkout canceled. Nothing was charged. You can buy credits again at any time with the same order.")
+  } else if (location.pathname === "/checkout/success") {
+    const key = currentKey()
+    const sessionId = params.get("session_id")
+    if (!key) say("Payment received. Paste the key you bought credits with to see its balance.")
+    else if (sessionId && /^cs_(live|test)_[A-Za-z0-9]+$/.test(sessionId)) {
+      const reply = await call("POST", "/v1/credits/confirm", { key, body: { session_id: sessionId } })
+      if (reply.status === 200) {
+        localStorage.removeItem(ORDER_STORE)
+        say(`Payment received: your balance is ${reply.body.credits_remaining} credits.`)
+      } else say(`Payment received; the credits are on their way. ${explain(reply).text}`)
+    } else {
+      const orderId = params.get("order_id") ?? storedOrder(key)
+      const reply = orderId ? await call("POST", "/v1/credits/checkout-status", { key, body: { order_id: orderId } }) : null
+      if (reply?.status === 200) {
+        if (reply.body.state === "paid") localStorage.removeItem(ORDER_STORE)
+        say(`Order ${reply.body.state}: your balance is ${reply.body.credits_remaining} credits.`)
+      } else say("Payment received. The credits are added within moments; refresh the balance shortly.")
+    }
+  } else return
+  history.replaceState(null, "", "/")
+}
+
+// ---- the photo ----
+
+const loadImage = (blob) =>
+  new Promise((resolve, reject) => {
+    const url = URL.createObjectURL(blob)
+    const img = new Image()
+    img.onload = () => resolve({ img, url })
+    img.onerror = () => { URL.revokeObjectURL(url); reject(new Error("unreadable")) }
+    img.src = url
+  })
+
+const toBase64 = (blob) =>
+  new Promise((resolve) => {
+    const reader = new FileReader()
+    reader.onload = () => resolve(String(reader.result).split(",", 2)[1])
+    reader.readAsDataURL(blob)
+  })
+
+/** Fits a photo into the service's limits (2 MB, 2048 px a side) by scaling and re-encoding as JPEG. */
+async function shrink(img) {
+  const scale = Math.min(1, MAX_SIDE / Math.max(img.naturalWidth, img.naturalHeight))
+  let width = Math.max(MIN_SIDE, Math.round(img.naturalWidth * scale))
+  let height = Math.max(MIN_SIDE, Math.round(img.naturalHeight * scale))
+  for (let quality = 0.9; ; quality -= 0.1) {
+    const canvas = document.createElement("canvas")
+    canvas.width = width
+    canvas.height = height
+    canvas.getContext("2d").drawImage(img, 0, 0, width, height)
+    const blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/jpeg", Math.max(quality, 0.5)))
+    if (blob && blob.size <= MAX_BYTES) return blob
+    if (quality <= 0.5) { width = Math.round(width * 0.8); height = Math.round(height * 0.8) }
+  }
+}
+
+async function choosePhoto() {
+  const file = $("photo").files[0]
+  const status = $("photo-status")
+  state.photo = null
+  state.pending = null
+  $("preview").hidden = true
+  if (!file) { status.textContent = ""; return }
+  if (file.type !== "image/jpeg" && file.type !== "image/png") {
+    status.textContent = `This file is ${file.type || "not an image"}. Choose a JPEG or PNG photo.`
+    return
+  }
+  let loaded
+  try {
+    loaded = await loadImage(file)
+  } catch {
+    status.textContent = "This photo cannot be read. Choose another JPEG or PNG photo."
+    return
+  }
+  const { img, url } = loaded
+  if (img.naturalWidth < MIN_SIDE || img.naturalHeight < MIN_SIDE) {
+    URL.revokeObjectURL(url)
+    status.textContent = `This image is only ${img.naturalWidth} × ${img.naturalHeight} px; the service needs at least ${MIN_SIDE} px a side.`
+    return
+  }
+  let blob = file
+  let note = `${img.naturalWidth} × ${img.naturalHeight} px, ${(file.size / 1e6).toFixed(2)} MB.`
+  if (file.size > MAX_BYTES || img.naturalWidth > MAX_SIDE || img.naturalHeight > MAX_SIDE) {
+    blob = await shrink(img)
+    note += ` Shrunk to ${(blob.size / 1e6).toFixed(2)} MB to fit the 2 MB limit.`
+  }
+  $("preview").src = url
+  $("preview").hidden = false
+  state.photo = { base64: await toBase64(blob), mime: blob.type || file.type }
+  status.textContent = note
+}
+
+// ---- analysis ----
+
+function analysisRequest() {
+  const body = { image_base64: state.photo.base64, mime_type: state.photo.mime, language: $("language").value }
+  const grams = $("grams").value.trim()
+  if (grams !== "") body.known_total_grams = Number(grams)
+  return body
+}
+
+async function analyze(event) {
+  event?.preventDefault()
+  if (!state.photo) { showMessage("Choose a JPEG or PNG photo of the meal first.", { error: true }); return }
+  const grams = $("grams").value.trim()
+  if (grams !== "" && !(Number(grams) >= 1 && Number(grams) <= 5000 && /^\d+(\.\d{1,2})?$/.test(grams))) {
+    showMessage("The weighed total must be between 1 and 5000 grams, with at most two decimals.", { error: true })
+    return
+  }
+  const body = analysisRequest()
+  const same = state.pending && JSON.stringify(state.pending.body) === JSON.stringify(body)
+  state.pending = same ? state.pending : { body, key: idempotencyKey() }
+  await send(state.pending)
+}
+
+/** Sends one analysis request; a retry resends exactly the same body and Idempotency-Key. */
+async function send(request) {
+  const analyzeButton = $("analyze")
+  analyzeButton.disabled = true
+  showMessage("Analysing the photo…")
+  const headers = { "Idempotency-Key": request.key }
+  const scenario = $("scenario").value
+  if (state.health?.sandbox && scenario) headers["Sandbox-Scenario"] = scenario
+  const reply = await call("POST", "/v1/analyze", { key: currentKey() || undefined, headers, body: request.body })
+  analyzeButton.disabled = false
+  if (reply.status === 200) {
+    $("message").hidden = true
+    render(reply.body)
+    refreshBalance()
+    return
+  }
+  const { text, retry, buy } = explain(reply)
+  showMessage(text, { error: true, retry: retry ? () => send(request) : null, buy })
+}
+
+const fmt = (n, digits = 1) => Number(n).toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+
+function cells(tr, values, tag = "td") {
+  for (const value of values) {
+    const cell = document.createElement(tag)
+    if (value instanceof Node) cell.append(value)
+    else cell.textContent = value
+    tr.append(cell)
+  }
+  return tr
+}
+
+function render(result) {
+  $("dish").textContent = result.dish_name
+  const rows = $("rows")
+  rows.replaceChildren()
+  for (const item of result.items) {
+    const source = document.createElement("span")
+    source.textContent = item.nutrition_source === "usda" ? "USDA" : "AI estimate"
+    if (item.matched_name) {
+      const small = document.createElement("small")
+      small.textContent = item.matched_name
+      source.append(small)
+    }
+    const tr = cells(document.createElement("tr"), [
+      item.name,
+      fmt(item.estimated_grams),
+      fmt(item.nutrition.kcal, 0),
+      fmt(item.nutrition.protein_g),
+      fmt(item.nutrition.carbs_g),
+      fmt(item.nutrition.fat_g),
+      source
+    ])
+    tr.lastChild.className = "source"
+    rows.append(tr)
+  }
+  const t = result.totals
+  const total = document.createElement("tr")
+  cells(total, ["Total"], "th")
+  total.firstChild.scope = "row"
+  cells(total, [fmt(result.estimated_total_grams), fmt(t.kcal, 0), fmt(t.protein_g), fmt(t.carbs_g), fmt(t.fat_g), ""])
+  $("totals").replaceChildren(total)
+  drawChart(t)
+  $("request-id").textContent = result.request_id
+  $("result").hidden = false
+  $("result").scrollIntoView({ behavior: "smooth", block: "start" })
+}
+
+/** Protein, carbohydrate and fat as shares of their energy (4, 4 and 9 kcal per gram), as a ring. */
+function drawChart(totals) {
+  const parts = [
+    { name: "Protein", kcal: totals.protein_g * 4, color: "#1f6f43" },
+    { name: "Carbohydrate", kcal: totals.carbs_g * 4, color: "#2b59c3" },
+    { name: "Fat", kcal: totals.fat_g * 9, color: "#b35c00" }
+  ]
+  const sum = parts.reduce((s, p) => s + p.kcal, 0)
+  const svg = $("chart")
+  const ns = "http://www.w3.org/2000/svg"
+  for (const circle of svg.querySelectorAll("circle")) circle.remove()
+  const ring = (color, dash, offset) => {
+    const c = document.createElementNS(ns, "circle")
+    for (const [k, v] of Object.entries({ cx: 21, cy: 21, r: 15.915, fill: "none", "stroke-width": 7, stroke: color, "stroke-dasharray": dash, "stroke-dashoffset": offset })) c.setAttribute(k, v)
+    svg.append(c)
+  }
+  ring("#e3e7e1", "100 0", 0)
+  let start = 25
+  const legend = document.createElement("ul")
+  legend.className = "legend"
+  for (const part of parts) {
+    const share = sum > 0 ? (part.kcal / sum) * 100 : 0
+    if (share > 0) ring(part.color, `${share} ${100 - share}`, start)
+    start -= share
+    const li = document.createElement("li")
+    const swatch = document.createElement("span")
+    swatch.className = "swatch"
+    swatch.style.background = part.color
+    li.append(swatch, `${part.name} ${Math.round(share)} % of energy`)
+    legend.append(li)
+  }
+  const caption = $("chart-caption")
+  caption.replaceChildren("Energy from macronutrients", legend)
+}
+
+// ---- start ----
+
+async function start() {
+  const health = await call("GET", "/health")
+  state.health = health.status === 200 ? health.body : null
+  if (state.health?.sandbox) {
+    $("sandbox-banner").hidden = false
+    $("scenario-row").hidden = false
+  }
+  $("key").placeholder = `${keyPrefix()}…`
+  $("key").value = localStorage.getItem(KEY_STORE) ?? ""
+  $("key").addEventListener("change", () => { saveKey(currentKey()); refreshBalance() })
+  $("show-key").addEventListener("click", (e) => {
+    const shown = $("key").type === "text"
+    $("key").type = shown ? "password" : "text"
+    e.currentTarget.textContent = shown ? "Show" : "Hide"
+    e.currentTarget.setAttribute("aria-pressed", String(!shown))
+  })
+  $("key-form").addEventListener("submit", (e) => { e.preventDefault(); saveKey(currentKey()); refreshBalance() })
+  $("new-key").addEventListener("click", generateKey)
+  $("buy").addEventListener("click", buyCredits)
+  $("refresh-balance").addEventListener("click", refreshBalance)
+  $("photo").addEventListener("change", choosePhoto)
+  $("analyze-form").addEventListener("submit", analyze)
+  await handleReturn()
+  await refreshBalance()
+}
+
+start()

@@ -1,0 +1,129 @@
+import { createServer, type Server as NodeServer } from "node:http"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Layer, Ref, Scope } from "effect"
+import { fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { VisionFailure, VisionModel } from "../../src/analysis/VisionModel.ts"
+import { FoodDb } from "../../src/foods/FoodDb.ts"
+import { Limits } from "../../src/limits/Limits.ts"
+import { closeServer, readBody, send } from "../support/http.ts"
+import { makeImage } from "../support/images.ts"
+import { chickenRice } from "../support/meals.ts"
+import { startServer } from "../support/server.ts"
+
+const noFoods = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone })
+const image = await makeImage(64, 48, "png")
+
+/** A vision model that reads the meal in English and gives a broken answer in Lithuanian. */
+const vision = Layer.succeed(VisionModel, {
+  model: "scripted",
+  analyze: (input) =>
+    input.language === "lt"
+      ? Effect.fail(new VisionFailure({ reason: "invalid_answer", message: "unreadable" }))
+      : Effect.succeed(chickenRice)
+})
+
+const dependencies = Layer.mergeAll(vision, noFoods, fundingMemory({ alice: 5 }), Limits.unlimited)
+
+const analyze = (url: string, key: string, language: "en" | "lt" = "en") =>
+  send(`${url}/v1/analyze`, {
+    headers: { "idempotency-key": key, authorization: "Bearer memory_alice" },
+    body: { image_base64: image.base64, mime_type: image.mime, language }
+  })
+
+/** One sample's value in a Prometheus text page, or undefined. */
+const sample = (page: string, series: string): number | undefined => {
+  const line = page.split("\n").find((l) => l.startsWith(`${series} `))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}
+
+describe("metrics", () => {
+  it.scoped("off by default: /metrics is 404", () =>
+    Effect.gen(function* () {
+      const { url } = yield* startServer({ dependencies })
+      expect((yield* Effect.promise(() => send(`${url}/metrics`))).status).toBe(404)
+    }), 120_000)
+
+  it.scoped("METRICS=on: Prometheus text whose counters move with requests and analyses", () =>
+    Effect.gen(function* () {
+      const { url } = yield* startServer({ dependencies, env: { METRICS: "on" } })
+      const scrape = Effect.promise(() => send(`${url}/metrics`))
+      const before = yield* scrape
+      expect(before.status).toBe(200)
+      expect(before.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8")
+      expect(before.text).toContain("# TYPE morsel_credits_consumed_total counter")
+      expect(before.text).toContain("# TYPE morsel_x402_pending gauge")
+      const consumedBefore = sample(before.text, "morsel_credits_consumed_total") ?? 0
+      const successBefore = sample(before.text, 'morsel_analyses_total{outcome="success"}') ?? 0
+      const failedBefore = sample(before.text, 'morsel_analyses_total{outcome="analysis_failed"}') ?? 0
+
+      expect((yield* Effect.promise(() => analyze(url, "metrics-test-key-0001"))).status).toBe(200)
+      expect((yield* Effect.promise(() => analyze(url, "metrics-test-key-0002", "lt"))).status).toBe(502)
+      expect((yield* Effect.promise(() => send(`${url}/health`))).status).toBe(200)
+
+      const after = (yield* scrape).text
+      expect(sample(after, "morsel_credits_consumed_total")).toBe(consumedBefore + 1)
+      expect(sample(after, 'morsel_analyses_total{outcome="success"}')).toBe(successBefore + 1)
+      expect(sample(after, 'morsel_analyses_total{outcome="analysis_failed"}')).toBe(failedBefore + 1)
+      expect(sample(after, 'morsel_http_requests_total{route="/v1/analyze",status="502"}')).toBeGreaterThanOrEqual(1)
+      expect(sample(after, 'morsel_http_requests_total{route="/v1/analyze",status="200"}')).toBeGreaterThanOrEqual(1)
+      expect(sample(after, 'morsel_http_requests_total{route="/health",status="200"}')).toBeGreaterThanOrEqual(1)
+      expect(sample(after, "morsel_x402_pending")).toBe(0)
+      expect(sample(after, 'morsel_analysis_duration_seconds_bucket{le="+Inf"}')).toBe(sample(after, "morsel_analysis_duration_seconds_count"))
+      expect(sample(after, "morsel_analysis_duration_seconds_count")).toBeGreaterThanOrEqual(2)
+    }), 120_000)
+})
+
+/** A local OTLP/HTTP receiver: keeps the JSON bodies posted to /v1/traces. */
+const otlpReceiver = Effect.acquireRelease(
+  Effect.gen(function* () {
+    const bodies = yield* Ref.make<ReadonlyArray<string>>([])
+    const server: NodeServer = createServer(async (req, res) => {
+      const body = await readBody(req)
+      if (req.url === "/v1/traces") Effect.runSync(Ref.update(bodies, (all) => [...all, body]))
+      res.writeHead(200, { "content-type": "application/json" }).end("{}")
+    })
+    yield* Effect.async<void>((resume) => {
+      server.listen(0, "127.0.0.1", () => resume(Effect.void))
+    })
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    return { server, url: `http://127.0.0.1:${port}`, bodies }
+  }),
+  ({ server }) => Effect.promise(() => closeServer(server))
+)
+
+const spanNames = (bodies: ReadonlyArray<string>) =>
+  bodies.flatMap((body) => {
+    const parsed = JSON.parse(body) as {
+      resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ name: string; attributes: Array<{ key: string; value: unknown }> }> }> }>
+    }
+    return parsed.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))
+  })
+
+describe("traces", () => {
+  it.scoped("OTEL_EXPORTER_OTLP_ENDPOINT set: a request's spans reach the receiver, secrets redacted", () =>
+    Effect.gen(function* () {
+      const receiver = yield* otlpReceiver
+      const serverScope = yield* Scope.make()
+      const { url } = yield* startServer({ dependencies, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } }).pipe(Scope.extend(serverScope))
+      expect((yield* Effect.promise(() => analyze(url, "trace-test-key-00001"))).status).toBe(200)
+      const signed = yield* Effect.promise(() =>
+        send(`${url}/v1/analyze`, {
+          headers: { "idempotency-key": "trace-test-key-00002", "payment-signature": "c2VjcmV0LXNpZ25hdHVyZQ" },
+          body: { image_base64: image.base64, mime_type: image.mime }
+        })
+      )
+      expect(signed.status).toBe(402)
+      // Closing the server flushes the exporter.
+      yield* Scope.close(serverScope, Exit.void)
+      const spans = spanNames(yield* Ref.get(receiver.bodies))
+      const names = spans.map((s) => s.name)
+      expect(names).toContain("http.server POST")
+      expect(names.some((n) => n.startsWith("sql."))).toBe(true)
+      const serverSpan = spans.find((s) => s.name === "http.server POST")!
+      const auth = serverSpan.attributes.find((a) => a.key === "http.request.header.authorization")
+      expect(auth?.value).toEqual({ stringValue: "<redacted>" })
+      expect(JSON.stringify(spans)).not.toContain("memory_alice")
+      expect(JSON.stringify(spans)).not.toContain("c2VjcmV0LXNpZ25hdHVyZQ")
+    }), 120_000)
+})
