@@ -161,13 +161,14 @@ const foodRecords = async (): Promise<ReadonlyArray<FoodRecord>> =>
 /** morsel's own HTTP stack and pipeline, on the configured database, with the benchmark's model and funding. */
 export const morsel = async () => {
   const records = await foodRecords()
-  const dependencies = Layer.mergeAll(ZeroLatencyModel, FoodDbMemory(records), BenchFunding, LimitsLive)
-  const app = serveWith(dependencies).pipe(
-    Layer.provide(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: Number(process.env["PORT"]) })),
-    Layer.provide(Database.layer),
-    Layer.provide(LoggingLive),
-    Layer.provide(AppConfig.layer)
-  )
+  const app = serveWith({
+    vision: ZeroLatencyModel,
+    foods: FoodDbMemory(records),
+    limits: LimitsLive,
+    funding: BenchFunding,
+    database: Database.layer,
+    http: NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: Number(process.env["PORT"]) })
+  }).pipe(Layer.provide(LoggingLive), Layer.provide(AppConfig.layer))
   Effect.runFork(Layer.launch(app))
   await announceWhenHealthy(Number(process.env["PORT"]))
 }
