@@ -14,9 +14,9 @@
  *   no order of the key is reversed any more (or an operator lifts it).
  * - Credits never expire; nothing here runs on a timer.
  */
-import { randomUUID } from "node:crypto"
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Clock, Data, Effect, Metric, Option } from "effect"
+import { Ids } from "../ids.ts"
 import { creditsGranted } from "../observability/metrics.ts"
 
 /** Credits in one pack bought for USD 5.00. */
@@ -197,7 +197,7 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
             })
           })
         }
-        const reservationId = randomUUID()
+        const reservationId = yield* Ids.next
         yield* sql`
           INSERT INTO credit_reservations (reservation_id, request_id, fingerprint, state, created_at)
           VALUES (${reservationId}, ${requestId}, ${fingerprint}, 'held', ${at})`

@@ -2,6 +2,7 @@
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Clock, Data, Duration, Effect, Option, Schedule } from "effect"
 import type { Address, Hex } from "viem"
+import { Ids } from "../ids.ts"
 import { ChainUnavailable, EvmChain } from "./EvmChain.ts"
 
 /** Another holder kept the settler's lease for longer than a submission may wait. */
@@ -124,7 +125,7 @@ export const makeSettlerNonces = (settler: Address) =>
       exclusive: <A, E, R>(work: (lease: SettlerLease) => Effect.Effect<A, E, R>) =>
         local.withPermits(1)(
           Effect.acquireUseRelease(
-            Effect.sync(() => crypto.randomUUID()).pipe(Effect.tap(acquire)),
+            Ids.next.pipe(Effect.tap(acquire)),
             (holder) => work(leaseOf(holder)),
             release
           )
