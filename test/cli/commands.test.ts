@@ -84,11 +84,12 @@ describe("morsel client commands", () => {
       expect(wrongToken.code).toBe(1)
       expect(wrongToken.stderr).toContain("HTTP 401: invalid_admin_token")
 
-      const [request, readable, broken] = yield* Effect.all(
+      const [request, readable, broken, notFoods] = yield* Effect.all(
         [
           morsel(["admin", "request", result.request_id, ...base], { ADMIN_TOKEN: TOKEN }),
           morsel(["analyze", photo, ...base], { MORSEL_API_KEY: key }),
-          morsel(["migrate"], { DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" })
+          morsel(["migrate"], { DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" }),
+          morsel(["fooddb", "import", folder], { MORSEL_DATA_DIR: "memory://" })
         ],
         { concurrency: 2 }
       )
@@ -110,5 +111,8 @@ describe("morsel client commands", () => {
       expect(broken.stdout).toBe("")
       expect(broken.stderr.trim().split("\n")).toHaveLength(1)
       expect(broken.stderr).toMatch(/^morsel: the database is unavailable \(check DATABASE_URL or MORSEL_DATA_DIR\)/)
+      expect(notFoods.code).toBe(1)
+      expect(notFoods.stderr.trim().split("\n")).toHaveLength(1)
+      expect(notFoods.stderr).toContain("holds neither USDA SR28 ASCII files (FOOD_DES.txt, …) nor a FoodData Central CSV download")
     }), 300_000)
 })
