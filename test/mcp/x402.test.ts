@@ -15,7 +15,7 @@ import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
 import { x402Env } from "../x402/layer.ts"
 import { challengeOf, signPayment, withBrokenSignature } from "../x402/payer.ts"
-import { analyzeFood, balanceOf, connect, fakeStripe, firstText, keyWith, toolErrorCode } from "./support.ts"
+import { analyzeFood, balanceOf, connect, fakeStripe, firstText, keyWith, toolErrorCode } from "../support/clients.ts"
 
 const PRICE = 10_000n
 
