@@ -9,11 +9,11 @@ import { FingerprintArg } from "./admin/AdminRpc.ts"
 import { describeAdminError, makeAdminClient } from "./admin/client.ts"
 import { AppConfig } from "./config.ts"
 import * as Database from "./db/Database.ts"
-import { SERVICE_VERSION } from "./http/health.ts"
 import { LoggingLive } from "./logging.ts"
 import { AnalysisResult, Balance, CheckoutResponse, CheckoutStatus } from "./domain/schemas.ts"
 import { type Column, table, withProgress, withTerminalConsole } from "./terminal.ts"
 import { fooddbCommand } from "./foods/cli.ts"
+import { SERVICE_VERSION } from "./version.ts"
 
 /** A client command that could not do its job: printed on stderr, exit code 1. */
 class CliFailure extends Data.TaggedError("CliFailure")<{ readonly message: string }> {}
@@ -31,13 +31,22 @@ const ensurePortFree = Effect.gen(function* () {
 }).pipe(Effect.provide(AppConfig.layer))
 
 // Loaded on demand: the client commands start quickly without the whole service.
-const serve = Command.make("serve", {}, () =>
-  ensurePortFree.pipe(
-    Effect.zipRight(Effect.promise(() => import("./server.ts"))),
-    Effect.flatMap(({ ServerLive }) => Layer.launch(ServerLive))
-  )
+const serve = Command.make(
+  "serve",
+  {
+    sandbox: Options.boolean("sandbox").pipe(
+      Options.withDescription("serve the sandbox: every outside service simulated in memory, no settings needed, nothing charged")
+    )
+  },
+  ({ sandbox }) =>
+    sandbox
+      ? Effect.flatMap(Effect.promise(() => import("./sandbox/Sandbox.ts")), ({ SandboxLive }) => Layer.launch(SandboxLive()))
+      : ensurePortFree.pipe(
+          Effect.zipRight(Effect.promise(() => import("./server.ts"))),
+          Effect.flatMap(({ ServerLive }) => Layer.launch(ServerLive))
+        )
 ).pipe(
-  Command.withDescription("Serve the REST API, the docs and the tool interface (migrations applied first)")
+  Command.withDescription("Serve the REST API, the docs and the tool interface (migrations applied first); --sandbox for the offline sandbox")
 )
 
 const migrate = Command.make("migrate", {}, () =>
@@ -57,6 +66,9 @@ const key = Command.make("key").pipe(Command.withSubcommands([keyNew]), Command.
 const fooddb = fooddbCommand.pipe(Command.provide(Database.layer.pipe(Layer.provide(AppConfig.layer))))
 
 const DEFAULT_BASE_URL = "http://127.0.0.1:8787"
+
+/** The process environment without unset variables. */
+const definedEnv = () => Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined))
 
 const baseUrlOption = Options.text("base-url").pipe(
   Options.optional,
@@ -394,8 +406,11 @@ export const morsel = Command.make("morsel").pipe(Command.withSubcommands([serve
 
 const run = Command.run(morsel, { name: "morsel", version: SERVICE_VERSION })
 
-/** A bad setting is reported by the command that reads the settings, not by the logger. */
-const logging = LoggingLive.pipe(Layer.provide(AppConfig.layer), Layer.orElse(() => Layer.empty))
+/** A bad setting is reported by the command that reads the settings, not by the logger; the sandbox logs readable lines by default. */
+const logging = LoggingLive.pipe(
+  Layer.provide(process.argv.includes("--sandbox") ? AppConfig.fromEnv({ LOG_FORMAT: "pretty", ...definedEnv() }) : AppConfig.layer),
+  Layer.orElse(() => Layer.empty)
+)
 
 /** `--verbose` anywhere shows the whole cause of a failure; without it a failure is one line. */
 const verbose = process.argv.includes("--verbose")

@@ -1,7 +1,8 @@
 /** The one composition of the service: routes, middleware, features and infrastructure. */
-import { createServer } from "node:http"
-import { HttpApiScalar, HttpLayerRouter, HttpServer, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import { type Etag, HttpApiScalar, HttpLayerRouter, type HttpPlatform, HttpServer, HttpServerResponse } from "@effect/platform"
+import { type NodeContext, NodeHttpServer } from "@effect/platform-node"
+import type { SqlClient } from "@effect/sql"
+import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import { AdminRoute } from "./admin/AdminRoute.ts"
 import { AnalyzerLive } from "./analysis/Analyzer.ts"
@@ -13,12 +14,15 @@ import { StaleAttemptSweeperLive } from "./analysis/sweeper.ts"
 import type { VisionModel } from "./analysis/VisionModel.ts"
 import { VisionModelLive } from "./analysis/VisionModelLive.ts"
 import { AppConfig } from "./config.ts"
-import { CreditFunding, CreditsApiLive, CreditsRoutes, CreditsServicesLive } from "./credits/layer.ts"
+import { CreditFunding, CreditsApiLive, CreditsRoutes, CreditsServicesWith } from "./credits/layer.ts"
+import type { Processor } from "./credits/Processor.ts"
+import { ProcessorFromConfig } from "./credits/ProcessorStripe.ts"
 import * as Database from "./db/Database.ts"
 import type { FoodDb } from "./foods/FoodDb.ts"
 import { FoodDbLive } from "./foods/FoodDbLive.ts"
 import { MorselApi } from "./http/Api.ts"
 import { HealthHttpLive } from "./http/health.ts"
+import { createServerAnsweringUntilReady } from "./http/nodeServer.ts"
 import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
@@ -44,10 +48,14 @@ const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>
   )
 )
 
+/** The service's own routes, plus any a composition adds (the sandbox's pages and middleware), behind the transport guard. */
+export const routesWith = <E, R>(extra: Layer.Layer<never, E, R>) =>
+  Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, WebRoute, MetricsRoutes, NotFoundRoute, extra).pipe(
+    Layer.provide(TransportGuard)
+  )
+
 /** Every route behind the transport guard. */
-export const Routes = Layer.mergeAll(ApiRoutes, CreditsRoutes, McpRoute, AdminRoute, DocsRoute, WebRoute, MetricsRoutes, NotFoundRoute).pipe(
-  Layer.provide(TransportGuard)
-)
+export const Routes = routesWith(Layer.empty)
 
 /** The outside dependencies of the analysis, replaceable in tests. */
 export type Dependencies = VisionModel | FoodDb | Funding | Limits
@@ -65,14 +73,17 @@ const PaymentResolutionsLive = Layer.effect(
   )
 )
 
-/**
- * The features' own services on PostgreSQL, x402 on the given chain seam (the one the settings choose by default,
- * `ChainMemory` for the sandbox and tests); needs AppConfig, SqlClient and RequestStore.
- */
-export const FeatureServicesOn = <E = never, R = never>(chain?: Layer.Layer<ChainServices, E, R>) =>
-  Layer.merge(CreditsServicesLive, X402Layer({}, chain).pipe(Layer.provide(PaymentResolutionsLive)))
+/** The features' own services on PostgreSQL, on the given card processor and chain; needs AppConfig, SqlClient and RequestStore. */
+export const featureServices = <EP = never, RP = never, EC = never, RC = never>(
+  processor?: Layer.Layer<Processor, EP, RP>,
+  chain?: Layer.Layer<ChainServices, EC, RC>
+) => {
+  const cards: Layer.Layer<Processor, EP, RP | AppConfig> = processor ?? ProcessorFromConfig
+  return Layer.merge(CreditsServicesWith(cards), X402Layer({}, chain).pipe(Layer.provide(PaymentResolutionsLive)))
+}
 
-export const FeatureServices = FeatureServicesOn()
+/** The features as the settings choose them (Stripe or no card processor; a Base chain or no x402). */
+export const FeatureServices = featureServices()
 
 /** Card credits for a Bearer key, x402 for a PAYMENT-SIGNATURE. */
 export const FundingLive = FundingRouterLive(
@@ -96,26 +107,89 @@ export const FundingLive = FundingRouterLive(
 /** The outside dependencies as they run in production. */
 export const LiveDependencies = Layer.mergeAll(VisionModelLive, FoodDbLive, FundingLive, LimitsLive)
 
-/**
- * Serves Routes with the analysis pipeline on the given dependencies and chain seam (the settings' choice by
- * default); needs AppConfig, the database and an HTTP server.
- */
-export const serveWith = <E, R, EC = never, RC = never>(dependencies: Layer.Layer<Dependencies, E, R>, chain?: Layer.Layer<ChainServices, EC, RC>) =>
-  Layer.merge(HttpLayerRouter.serve(Routes, { disableListenLog: true }), StaleAttemptSweeperLive).pipe(
+/** What the features provide to the dependencies (FundingLive reads the credits and x402 services). */
+export type FeatureOutput = Layer.Layer.Success<typeof FeatureServices>
+
+/** A layer giving A, whatever it needs and however it fails (the composition adds those up). */
+type Part<A> = Layer.Layer<A, unknown, unknown>
+
+/** Layers a service is composed of: each outside dependency is a live layer or an in-memory substitute. */
+export interface Parts {
+  /** The vision model: VisionModelLive, or VisionModelScripted. */
+  readonly vision: Part<VisionModel>
+  /** Food matching: FoodDbLive, FoodDbMemory(records) or FoodDbEmpty. */
+  readonly foods: Part<FoodDb>
+  /** Admission limits: LimitsLive, or Limits.unlimited. */
+  readonly limits: Part<Limits>
+  /** The card processor: by default as the settings say (Stripe or Disabled); ProcessorMemory in the sandbox. */
+  readonly processor?: Part<Processor>
+  /** The chain x402 verifies and settles on: by default as the settings say; ChainMemory in the sandbox. */
+  readonly chain?: Part<ChainServices>
+  /** How analyses are paid; FundingLive (card credits and x402 from the features) unless a test brings its own. */
+  readonly funding?: Part<Funding>
+  /** PostgreSQL: Database.layer (DATABASE_URL, an embedded folder or `memory://`), or a test database. */
+  readonly database: Part<SqlClient.SqlClient | PgClient.PgClient>
+  /** Where to listen: NodeHttpServer.layer(…). */
+  readonly http: Part<HttpServer.HttpServer | HttpPlatform.HttpPlatform | Etag.Generator | NodeContext.NodeContext>
+  /** Routes and global middleware beyond the service's own (the sandbox's). */
+  readonly routes?: Layer.Layer<never, unknown, unknown>
+  /** Services those routes use (any output: the type of the given layer is kept). */
+  readonly routeServices?: Layer.Layer<never, unknown, unknown>
+}
+
+type ErrorOf<L> = L extends Layer.Layer<infer _A, infer E, infer _R> ? E : never
+type NeedsOf<L> = L extends Layer.Layer<infer _A, infer _E, infer R> ? R : never
+/** Inside `serveWith` a part has only its declared type; this restores the caller's own (what it fails with and needs). */
+type Exact<L, A> = Layer.Layer<A, ErrorOf<L>, NeedsOf<L>>
+
+/** Serves Routes with the analysis pipeline on the given dependencies and features; needs AppConfig, the database and an HTTP server. */
+export const serveDependencies = <E, R, EF = never, RF = never, ER = never, RR = never, AS = never, ES = never, RS = never>(
+  dependencies: Layer.Layer<Dependencies, E, R>,
+  features: Layer.Layer<FeatureOutput, EF, RF>,
+  routes: Layer.Layer<never, ER, RR>,
+  routeServices: Layer.Layer<AS, ES, RS>
+) =>
+  Layer.merge(HttpLayerRouter.serve(routesWith(routes), { disableListenLog: true }), StaleAttemptSweeperLive).pipe(
     Layer.provide(AnalyzeRequestsLive),
     Layer.provide(AnalyzerLive),
     Layer.provide(dependencies),
-    Layer.provide(FeatureServicesOn(chain)),
+    Layer.provide(routeServices),
+    Layer.provide(features),
     Layer.provide(RequestStoreLive),
     Layer.provide(TracingLive)
   )
 
+/**
+ * The one composition of the service from its parts: production, the sandbox and the tests differ only in the
+ * parts they give. Needs AppConfig (and whatever the parts need beyond each other); gives the running HttpServer.
+ */
+export const serveWith = <const P extends Parts>(parts: P) => {
+  const dependencies = Layer.mergeAll(parts.vision, parts.foods, parts.limits, parts.funding ?? FundingLive) as Exact<
+    P["vision"] | P["foods"] | P["limits"] | NonNullable<P["funding"]> | typeof FundingLive,
+    Dependencies
+  >
+  const features = featureServices(
+    parts.processor as Exact<NonNullable<P["processor"]>, Processor> | undefined,
+    parts.chain as Exact<NonNullable<P["chain"]>, ChainServices> | undefined
+  )
+  const routes = (parts.routes ?? Layer.empty) as Exact<NonNullable<P["routes"]>, never>
+  const routeServices = (parts.routeServices ?? Layer.empty) as Exact<NonNullable<P["routeServices"]>, Layer.Layer.Success<NonNullable<P["routeServices"]>>>
+  return serveDependencies(dependencies, features, routes, routeServices).pipe(
+    Layer.provideMerge(parts.http as Exact<P["http"], Layer.Layer.Success<P["http"]>>),
+    Layer.provideMerge(parts.database as Exact<P["database"], Layer.Layer.Success<P["database"]>>)
+  )
+}
+
 /** The production server: settings from the environment, the configured database, a real port. */
 export const ServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (settings) =>
-    serveWith(LiveDependencies).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: settings.host, port: settings.port })),
-      Layer.provideMerge(Database.layer),
+    serveWith({
+      vision: VisionModelLive,
+      foods: FoodDbLive,
+      limits: LimitsLive,
+      database: Database.layer,
+      http: NodeHttpServer.layer(createServerAnsweringUntilReady, { host: settings.host, port: settings.port })
+    }).pipe(
       Layer.tap((context) => announce(settings, HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)).pipe(Effect.provide(context)))
     )
   )

@@ -5,7 +5,7 @@ import type { ImageMime } from "../domain/image.ts"
 import { AnalysisFailed, AnalysisTimeout, NoFoodDetected, ServiceUnavailable } from "../domain/errors.ts"
 import type { AnalysisResult, ResultItem } from "../domain/schemas.ts"
 import { FoodDb } from "../foods/FoodDb.ts"
-import { VisionModel } from "./VisionModel.ts"
+import { countsTowardFailureLimit, VisionModel } from "./VisionModel.ts"
 import { allocateGrams, nutritionFor, roundGrams, roundNutrition, sumGrams, sumNutrition } from "./portions.ts"
 
 export interface AnalysisInput {
@@ -16,7 +16,10 @@ export interface AnalysisInput {
   readonly knownTotalGrams: number | undefined
 }
 
-/** Why an analysis produced no result; `countsAsFailure` feeds the failure_limit (provider refusals do not). */
+/**
+ * Why an analysis produced no result; `countsAsFailure` feeds the failure_limit. Only no food and answers that
+ * break the rules count: provider errors, refusals, timeouts and our own outages never do.
+ */
 export class AnalysisRejected extends Data.TaggedError("AnalysisRejected")<{
   readonly error: NoFoodDetected | AnalysisFailed | AnalysisTimeout | ServiceUnavailable
   readonly countsAsFailure: boolean
@@ -47,7 +50,7 @@ export const AnalyzerLive = Layer.effect(
                 )
               : rejected(
                   new AnalysisFailed({ error: { code: "analysis_failed", message: failure.message, request_id: input.requestId } }),
-                  failure.reason !== "refusal"
+                  countsTowardFailureLimit(failure)
                 )
           )
         )
@@ -84,8 +87,12 @@ export const AnalyzerLive = Layer.effect(
         const { dish_name, items } = yield* estimate(input).pipe(
           Effect.timeoutFail({
             duration: Duration.millis(settings.analysisTimeoutMs),
+            // A deadline passes because the provider is slow or we are: never the caller's failure.
             onTimeout: () =>
-              rejected(new AnalysisTimeout({ error: { code: "analysis_timeout", message: `analysis took longer than ${settings.analysisTimeoutMs} ms`, request_id: input.requestId } }))
+              rejected(
+                new AnalysisTimeout({ error: { code: "analysis_timeout", message: `analysis took longer than ${settings.analysisTimeoutMs} ms`, request_id: input.requestId } }),
+                false
+              )
           })
         )
         const finished = yield* Clock.currentTimeMillis

@@ -4,6 +4,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import type { Settings } from "../config.ts"
 import { AnalysisResult } from "../domain/schemas.ts"
+import { Ids } from "../ids.ts"
 import type { FundingKind } from "./Funding.ts"
 
 export const RESULT_RETENTION_MS = 24 * 60 * 60 * 1000
@@ -74,6 +75,8 @@ export class RequestStore extends Context.Tag("morsel/RequestStore")<
     readonly settlePending: (requestId: string, paymentResponse: string) => Effect.Effect<void, SqlError.SqlError>
     /** Running attempts whose lease ran out are marked failed and returned for their reservations to be released. */
     readonly abandonStale: Effect.Effect<ReadonlyArray<Abandoned>, SqlError.SqlError>
+    /** When the earliest lease of a running attempt ends, if any is running. */
+    readonly nextLeaseEnd: Effect.Effect<Option.Option<Date>, SqlError.SqlError>
   }
 >() {}
 
@@ -131,7 +134,7 @@ export const RequestStoreLive = Layer.effect(
           return { claim: { _tag: "Conflict", requestId: latest.request_id } as const, abandoned }
         }
         yield* purgeExpiredResults(at)
-        const requestId = crypto.randomUUID()
+        const requestId = yield* Ids.next
         const inserted = yield* sql<{ request_id: string }>`
           INSERT INTO analysis_requests
             (request_id, payer, idempotency_key, input_fingerprint, funding, status, lease_until, created_at)
@@ -186,7 +189,11 @@ export const RequestStoreLive = Layer.effect(
             UPDATE analysis_requests SET status = 'paid', payment_response = ${paymentResponse}, completed_at = ${at}
             WHERE request_id = ${requestId} AND status = 'payment_pending'`
         ).pipe(Effect.asVoid),
-      abandonStale: Effect.flatMap(now, (at) => abandonStaleAt(at, undefined))
+      abandonStale: Effect.flatMap(now, (at) => abandonStaleAt(at, undefined)),
+      nextLeaseEnd: Effect.map(
+        sql<{ lease_until: Date | null }>`SELECT min(lease_until) AS lease_until FROM analysis_requests WHERE status = 'running'`,
+        (rows) => Option.fromNullable(rows[0]?.lease_until)
+      )
     })
   })
 )

@@ -67,11 +67,17 @@ export const ModelAnswerSchema = Schema.Struct({
   )
 )
 
-/** The model could not give a usable answer. `refusal` failures do not count towards failure_limit. */
+/**
+ * The model could not give a usable answer. Only `invalid_answer` (an answer that broke the rules) is the
+ * caller's failure for failure_limit; the rest are the provider's or ours.
+ */
 export class VisionFailure extends Data.TaggedError("VisionFailure")<{
   readonly reason: "unavailable" | "refusal" | "provider_error" | "invalid_answer"
   readonly message: string
 }> {}
+
+/** Whether a vision failure counts toward the payer's failure_limit: provider errors and refusals never do. */
+export const countsTowardFailureLimit = (failure: VisionFailure): boolean => failure.reason === "invalid_answer"
 
 export class VisionModel extends Context.Tag("morsel/VisionModel")<
   VisionModel,

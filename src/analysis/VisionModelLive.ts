@@ -143,16 +143,19 @@ const classify = (error: unknown): TransientFailure | VisionFailure => {
   return new VisionFailure({ reason: "provider_error", message: "the vision model call failed unexpectedly" })
 }
 
+/** Retries after a transient provider failure: few and short, so a failing provider is a prompt 502, not a 504. */
+export const MAX_PROVIDER_RETRIES = 3
+
 /**
- * Backoff between attempts: 250 ms doubling, each delay capped at 4 s, ±20 % jitter, at most 8 retries and
- * never past the analysis timeout. The caller's own deadline interrupts it sooner (the HTTP call is aborted).
+ * Backoff between attempts: 250 ms doubling (250, 500, 1000 ms), ±20 % jitter, at most MAX_PROVIDER_RETRIES
+ * retries (about 1.75 s in all) and never past the analysis timeout. The caller's own deadline interrupts it
+ * sooner (the HTTP call is aborted).
  */
 export const retrySchedule = (budget: Duration.DurationInput) =>
   Schedule.exponential("250 millis").pipe(
-    Schedule.union(Schedule.spaced("4 seconds")),
     Schedule.jittered,
     Schedule.upTo(budget),
-    Schedule.intersect(Schedule.recurs(8))
+    Schedule.intersect(Schedule.recurs(MAX_PROVIDER_RETRIES))
   )
 
 const decodeAnswer = Schema.decodeUnknown(Schema.parseJson(ModelAnswerSchema))
@@ -241,7 +244,7 @@ export const VisionModelLive: Layer.Layer<VisionModel, never, AppConfig> = Layer
               catch: classify
             }).pipe(
               Effect.tapErrorTag("TransientFailure", (e) =>
-                Effect.logWarning("vision model call failed; retrying if time allows").pipe(Effect.annotateLogs("reason", e.message))
+                Effect.logWarning("vision model call failed; retrying a few times").pipe(Effect.annotateLogs("reason", e.message))
               ),
               Effect.retry({ schedule: retrySchedule(budget), while: (e) => e._tag === "TransientFailure" }),
               Effect.catchTag("TransientFailure", (e) => Effect.fail(new VisionFailure({ reason: "provider_error", message: e.message })))

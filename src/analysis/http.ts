@@ -43,14 +43,20 @@ const outcomeOf = <A, E extends { readonly error: { readonly code: string } }>(e
     onFailure: (cause) => Option.match(Cause.failureOption(cause), { onNone: () => "internal_error", onSome: (e) => e.error.code })
   })
 
-/** Counts a started analysis by outcome (`success` or its error code) and times it. */
+/** Counts a started analysis by outcome (`success` or its error code), times it and logs one line about it. */
 const observed = <A, E extends { readonly error: { readonly code: string } }, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.flatMap(Effect.timed(Effect.exit(effect)), ([elapsed, exit]) =>
-    Effect.zipRight(
-      Effect.all([Metric.update(analysisDuration, Duration.toSeconds(elapsed)), count(analyses, { outcome: outcomeOf(exit, "success") })]),
+  Effect.flatMap(Effect.timed(Effect.exit(effect)), ([elapsed, exit]) => {
+    const outcome = outcomeOf(exit, "success")
+    const seconds = Duration.toSeconds(elapsed)
+    return Effect.zipRight(
+      Effect.all([
+        Metric.update(analysisDuration, seconds),
+        count(analyses, { outcome }),
+        Effect.logInfo("analysis finished").pipe(Effect.annotateLogs({ outcome, seconds }))
+      ]),
       exit
     )
-  )
+  })
 
 /** Counts a settlement attempt: `settled`, `payment_pending` or the code of its failure. */
 const settlement = <A, E extends { readonly error: { readonly code: string } }, R>(effect: Effect.Effect<A, E, R>) =>
@@ -238,9 +244,14 @@ export const AnalyzeRequestsLive = Layer.effect(
                 error: { code: "result_expired", message: "the 24-hour result recovery window has passed", request_id: claim.requestId }
               })
             case "Pending":
-              return yield* resume(method, claim.requestId, claim.result)
+              return yield* resume(method, claim.requestId, claim.result).pipe(
+                Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
+              )
             case "Started":
-              return yield* observed(attempt(method, claim.requestId, image, payload))
+              // Every line logged while the analysis runs names it and how it is paid.
+              return yield* observed(attempt(method, claim.requestId, image, payload)).pipe(
+                Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
+              )
           }
         })
 

@@ -4,7 +4,6 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Schema } from "effect"
-import type Stripe from "stripe"
 import { AppConfig } from "../config.ts"
 import type { OrderState } from "../domain/schemas.ts"
 import {
@@ -16,13 +15,10 @@ import {
   processorFailure
 } from "./failures.ts"
 import { sameFingerprint } from "./keys.ts"
-import { isUniqueViolation, Ledger } from "./Ledger.ts"
-import { type Gateway, Processor, type ProcessorSession } from "./Processor.ts"
+import { isUniqueViolation, Ledger, type ReversalCause } from "./Ledger.ts"
+import { type CardProcessor, Processor, type ProcessorSession } from "./Processor.ts"
+import { buildSessionParams, PACK_AMOUNT_CENTS, PACK_CURRENCY, SessionParams } from "./sessionParams.ts"
 
-export const PACK_AMOUNT_CENTS = 500
-export const PACK_CURRENCY = "usd"
-/** Sessions live 23 h, inside Stripe's 24 h idempotency window, so every retry of a create is replayed. */
-export const SESSION_LIFETIME_SECONDS = 23 * 3600
 /** Stripe refuses `expires_at` less than 30 minutes ahead; past this margin a lost create is not retried. */
 const CREATE_RETRY_MARGIN_SECONDS = 35 * 60
 /** SPEC §3.2 / §8: an order without a session becomes not_issued only after 48 h and a complete, empty listing. */
@@ -31,95 +27,12 @@ export const LISTING_MAX_PAGES = 5
 /** Slack around the order's attempt times when listing sessions (clock skew between us and the processor). */
 const LISTING_SLACK_SECONDS = 600
 
-const OrderMetadata = Schema.Struct({ order_id: Schema.String, key_fingerprint: Schema.String })
-
-/** The session parameters saved at an order's first attempt and sent unchanged on every retry. */
-export const SessionParams = Schema.Struct({
-  mode: Schema.Literal("payment"),
-  line_items: Schema.Tuple(
-    Schema.Struct({
-      quantity: Schema.Literal(1),
-      price_data: Schema.Struct({
-        currency: Schema.Literal(PACK_CURRENCY),
-        unit_amount: Schema.Literal(PACK_AMOUNT_CENTS),
-        tax_behavior: Schema.Literal("inclusive"),
-        product_data: Schema.Struct({ name: Schema.String, description: Schema.String })
-      })
-    })
-  ),
-  automatic_tax: Schema.Struct({ enabled: Schema.Literal(true) }),
-  allow_promotion_codes: Schema.Literal(false),
-  adaptive_pricing: Schema.Struct({ enabled: Schema.Literal(false) }),
-  client_reference_id: Schema.String,
-  metadata: OrderMetadata,
-  payment_intent_data: Schema.Struct({ metadata: OrderMetadata }),
-  success_url: Schema.String,
-  cancel_url: Schema.String,
-  expires_at: Schema.Number
-})
-export type SessionParams = typeof SessionParams.Type
-
 export const OrderContextFields = Schema.Struct({
   channel: Schema.optional(Schema.String),
   discovery: Schema.optional(Schema.String),
   use_case: Schema.optional(Schema.String)
 })
 export type OrderContext = typeof OrderContextFields.Type
-
-export const buildSessionParams = (input: {
-  readonly orderId: string
-  readonly fingerprint: string
-  readonly publicBaseUrl: string
-  readonly nowSeconds: number
-}): SessionParams => {
-  const metadata = { order_id: input.orderId, key_fingerprint: input.fingerprint }
-  return {
-    mode: "payment",
-    line_items: [
-      {
-        quantity: 1,
-        price_data: {
-          currency: PACK_CURRENCY,
-          unit_amount: PACK_AMOUNT_CENTS,
-          tax_behavior: "inclusive",
-          product_data: { name: "morsel credits: 500 scans", description: "500 successful food-photo analyses; credits do not expire" }
-        }
-      }
-    ],
-    automatic_tax: { enabled: true },
-    allow_promotion_codes: false,
-    adaptive_pricing: { enabled: false },
-    client_reference_id: input.orderId,
-    metadata,
-    payment_intent_data: { metadata },
-    success_url: `${input.publicBaseUrl}/checkout/success?order_id=${input.orderId}&session_id={CHECKOUT_SESSION_ID}`,
-    cancel_url: `${input.publicBaseUrl}/checkout/cancel?order_id=${input.orderId}`,
-    expires_at: input.nowSeconds + SESSION_LIFETIME_SECONDS
-  }
-}
-
-/** Copies the saved parameters field by field into the SDK's (mutable) parameter type. */
-const toStripeParams = (p: SessionParams): Stripe.Checkout.SessionCreateParams => ({
-  mode: p.mode,
-  line_items: p.line_items.map((item) => ({
-    quantity: item.quantity,
-    price_data: {
-      currency: item.price_data.currency,
-      unit_amount: item.price_data.unit_amount,
-      tax_behavior: item.price_data.tax_behavior,
-      product_data: { ...item.price_data.product_data }
-    }
-  })),
-  automatic_tax: { ...p.automatic_tax },
-  allow_promotion_codes: p.allow_promotion_codes,
-  adaptive_pricing: { ...p.adaptive_pricing },
-  client_reference_id: p.client_reference_id,
-  metadata: { ...p.metadata },
-  payment_intent_data: { metadata: { ...p.payment_intent_data.metadata } },
-  success_url: p.success_url,
-  cancel_url: p.cancel_url,
-  expires_at: p.expires_at
-})
 
 /** The Stripe idempotency key of an order's session create: the same on every retry of that order. */
 export const idempotencyKeyOf = (orderId: string) => `morsel-checkout-${orderId}`
@@ -168,10 +81,9 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
 
     const sessionPrefix = config.testMode ? "cs_test_" : "cs_live_"
 
-    const gateway: Effect.Effect<Gateway, ReturnType<typeof paymentsUnavailable>> = Option.match(processor, {
-      onNone: () => Effect.fail(paymentsUnavailable()),
-      onSome: Effect.succeed
-    })
+    const gateway: Effect.Effect<CardProcessor, ReturnType<typeof paymentsUnavailable>> = processor.enabled
+      ? Effect.succeed(processor)
+      : Effect.fail(paymentsUnavailable())
 
     const findOrder = (orderId: string) =>
       sql<OrderRow>`SELECT * FROM credit_orders WHERE order_id = ${orderId}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])))
@@ -261,7 +173,7 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
       })
 
     /** Sessions of an order over its possible creation interval, bounded at five pages of 100. */
-    const findSessionByListing = (gw: Gateway, order: OrderRow) =>
+    const findSessionByListing = (gw: CardProcessor, order: OrderRow) =>
       Effect.gen(function* () {
         const gte = seconds(order.created_at.getTime()) - LISTING_SLACK_SECONDS
         const lte = seconds(order.last_attempt_at.getTime()) + LISTING_SLACK_SECONDS
@@ -280,7 +192,7 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
       })
 
     /** The state of a pending order whose session is known, from the processor's own record of it. */
-    const evaluate = (gw: Gateway, order: OrderRow, sessionId: string) =>
+    const evaluate = (gw: CardProcessor, order: OrderRow, sessionId: string) =>
       Effect.gen(function* () {
         const session = yield* gw.retrieveSession(sessionId)
         if (session.paymentStatus === "paid") {
@@ -302,7 +214,7 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
       })
 
     /** SPEC §3.2 for a pending order: read the processor; without a saved session, list and apply the 48 h rule. */
-    const resolvePending = (gw: Gateway, order: OrderRow) =>
+    const resolvePending = (gw: CardProcessor, order: OrderRow) =>
       Effect.gen(function* () {
         if (order.session_id !== null) return yield* evaluate(gw, order, order.session_id)
         const listing = yield* findSessionByListing(gw, order)
@@ -318,26 +230,25 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
         return { state: "unresolved", checkoutUrl: Option.none<string>() } as const
       })
 
-    const viewOf = (gw: Option.Option<Gateway>, order: OrderRow) =>
+    const viewOf = (order: OrderRow) =>
       Effect.gen(function* () {
         if (order.state !== "pending") return { state: order.state, checkoutUrl: Option.none<string>() }
-        if (Option.isNone(gw)) return yield* Effect.fail(paymentsUnavailable())
-        return yield* resolvePending(gw.value, order)
+        return yield* resolvePending(yield* gateway, order)
       })
 
-    const createFor = (gw: Gateway, order: OrderRow) =>
+    const createFor = (gw: CardProcessor, order: OrderRow) =>
       Effect.gen(function* () {
         const params = yield* paramsOf(order)
         const at = new Date(yield* Clock.currentTimeMillis)
         // Widen the listing interval before the call: a create that reaches the processor after a crash is found.
         yield* sql`UPDATE credit_orders SET last_attempt_at = ${at}, updated_at = ${at} WHERE order_id = ${order.order_id}`
-        const session = yield* gw.createSession(toStripeParams(params), idempotencyKeyOf(order.order_id))
+        const session = yield* gw.createSession(params, idempotencyKeyOf(order.order_id))
         yield* linkSession(order.order_id, session)
         if (session.url === null) return yield* Effect.fail(paymentUnconfirmed("The processor returned no checkout URL; retry the same order."))
         return { _tag: "Session", orderId: order.order_id, sessionId: session.id, checkoutUrl: session.url } as const
       })
 
-    const continueOrder = (gw: Gateway, order: OrderRow) =>
+    const continueOrder = (gw: CardProcessor, order: OrderRow) =>
       Effect.gen(function* () {
         switch (order.state) {
           case "paid":
@@ -448,7 +359,7 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
       Effect.gen(function* () {
         const order = yield* findOrder(orderId)
         if (Option.isNone(order) || !sameFingerprint(order.value.fingerprint, fingerprint)) return yield* Effect.fail(orderNotFound())
-        const view = yield* viewOf(processor, order.value)
+        const view = yield* viewOf(order.value)
         return { orderId, state: view.state, checkoutUrl: view.checkoutUrl } satisfies OrderView
       }).pipe(Effect.catchTag("ProcessorError", processorFailure), orStorageUnavailable)
 
@@ -471,11 +382,14 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
         }
       }).pipe(orStorageUnavailable)
 
-    /** Refund or dispute: finds the order through metadata or the payment intent, reverses it once, pauses the key. */
-    const reverseForPayment = (input: {
+    /**
+     * Refunds or disputes of one payment: finds the order through metadata or the payment intent, records each
+     * cause, and reverses or restores the order accordingly (see Ledger.applyCause).
+     */
+    const applyReversalCauses = (input: {
       readonly paymentIntentId: string | null
       readonly metadata: Readonly<Record<string, string>>
-      readonly reason: string
+      readonly causes: ReadonlyArray<ReversalCause>
       readonly eventId: string
     }) =>
       Effect.gen(function* () {
@@ -484,8 +398,8 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
         if (metaOrder !== undefined && Schema.is(Schema.UUID)(metaOrder)) order = yield* findOrder(metaOrder)
         if (Option.isNone(order) && input.paymentIntentId !== null) {
           order = yield* findOrderByPaymentIntent(input.paymentIntentId)
-          if (Option.isNone(order) && Option.isSome(processor)) {
-            const piMeta = yield* processor.value.paymentIntentMetadata(input.paymentIntentId)
+          if (Option.isNone(order)) {
+            const piMeta = yield* processor.paymentIntentMetadata(input.paymentIntentId)
             const piOrder = piMeta["order_id"]
             if (piOrder !== undefined && Schema.is(Schema.UUID)(piOrder)) order = yield* findOrder(piOrder)
           }
@@ -497,16 +411,20 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
           })
           return "unknown_order" as const
         }
+        const { order_id: orderId, fingerprint } = order.value
         if (input.paymentIntentId !== null) {
           yield* sql`
             UPDATE credit_orders SET payment_intent_id = COALESCE(payment_intent_id, ${input.paymentIntentId})
-            WHERE order_id = ${order.value.order_id}`
+            WHERE order_id = ${orderId}`
         }
-        const reversed = yield* ledger.reverse(order.value.order_id, order.value.fingerprint, input.reason)
-        if (reversed) {
-          yield* Effect.logWarning("order reversed; key paused", { order_id: order.value.order_id, reason: input.reason })
+        let outcome: "reversed" | "restored" | "unchanged" = "unchanged"
+        for (const cause of input.causes) {
+          const changed = yield* ledger.applyCause(orderId, fingerprint, cause)
+          if (changed === "reversed") yield* Effect.logWarning("order reversed; key paused", { order_id: orderId, cause: cause.id, status: cause.status })
+          if (changed === "restored") yield* Effect.logInfo("reversal undone; order paid again", { order_id: orderId, cause: cause.id, status: cause.status })
+          if (changed !== "unchanged") outcome = changed
         }
-        return reversed ? ("reversed" as const) : ("already_reversed" as const)
+        return outcome
       })
 
     /** Marks a pending order expired when its session expired or its delayed payment failed. */
@@ -523,7 +441,7 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
       status,
       confirm,
       fulfilSession,
-      reverseForPayment,
+      applyReversalCauses,
       sessionEnded,
       /** Remembers the session of an order (a completed checkout still awaiting its delayed payment). */
       rememberSession: (orderId: string, sessionId: string) =>

@@ -2,10 +2,10 @@
 import { Effect, Option, Redacted } from "effect"
 import type { FundingMethod, Reservation } from "../analysis/Funding.ts"
 import { Conflict, PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
-import { AppConfig } from "../config.ts"
 import { invalidKey, orStorageUnavailable, paymentsUnavailable, storageUnavailable } from "./failures.ts"
 import { KeyFingerprints, payerIdOf } from "./keys.ts"
 import { Ledger } from "./Ledger.ts"
+import { Processor } from "./Processor.ts"
 
 /** The key of an `Authorization: Bearer <key>` header value (scheme case-insensitive), or None. */
 export const bearerKey = (authorization: string): Option.Option<Redacted.Redacted<string>> => {
@@ -35,7 +35,7 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
   effect: Effect.gen(function* () {
     const keys = yield* KeyFingerprints
     const ledger = yield* Ledger
-    const config = yield* AppConfig
+    const processor = yield* Processor
 
     const methodFor = (fingerprint: string): FundingMethod => ({
       payer: { kind: "credit", id: payerIdOf(fingerprint) },
@@ -84,7 +84,7 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
     /** A known key of this server's mode → its funding method; anything else → 401 invalid_key. */
     const identify = (authorization: string): Effect.Effect<FundingMethod, Unauthorized | ServiceUnavailable> =>
       Effect.gen(function* () {
-        if (Option.isNone(config.stripe)) return yield* Effect.fail(paymentsUnavailable())
+        if (!processor.enabled) return yield* Effect.fail(paymentsUnavailable())
         const fingerprint = Option.flatMap(bearerKey(authorization), keys.fingerprint)
         if (Option.isNone(fingerprint)) return yield* Effect.fail(invalidKey())
         const account = yield* ledger.account(fingerprint.value)

@@ -4,17 +4,20 @@
  * Invariants (enforced by migration 0003's constraints and by the conditional updates below):
  * - For every key, `available` = Σ available_delta and `reserved` = Σ reserved_delta of its entries;
  *   every write inserts its entry and updates the balance row in the same transaction.
- * - One grant per order and one reversal per order (partial unique indexes on credit_entries.order_id).
+ * - One grant per order; an order's reversals and restorations alternate, numbered by `cycle` (unique per order
+ *   and kind), and an order is reversed exactly while one of its recorded refunds or disputes takes the money back.
  * - One reserve entry per reservation, and at most one held-or-consumed reservation per analysis request_id.
  * - Exactly one consume-or-release per reservation: the `held → consumed|released` update is conditional,
  *   and a unique index admits only one settlement entry per reservation.
  * - A reserve only succeeds through `UPDATE … WHERE available >= 1 AND NOT blocked`, so concurrent
- *   reserves never overdraw; only a reversal may take `available` below zero, and it blocks the key.
+ *   reserves never overdraw; only a reversal may take `available` below zero, and it blocks the key until
+ *   no order of the key is reversed any more (or an operator lifts it).
  * - Credits never expire; nothing here runs on a timer.
  */
 import { randomUUID } from "node:crypto"
 import { SqlClient, type SqlError } from "@effect/sql"
-import { Clock, Data, Effect, Option } from "effect"
+import { Clock, Data, Effect, Metric, Option } from "effect"
+import { creditsGranted } from "../observability/metrics.ts"
 
 /** Credits in one pack bought for USD 5.00. */
 export const PACK_CREDITS: 500 = 500
@@ -34,6 +37,18 @@ export class ReserveRefused extends Data.TaggedError("ReserveRefused")<{
 }> {}
 
 export class ReservationConflict extends Data.TaggedError("ReservationConflict")<{ readonly requestId: string }> {}
+
+/** A refund or dispute of an order as last reported by the processor. */
+export interface ReversalCause {
+  /** The processor's id of the refund or dispute. */
+  readonly id: string
+  readonly kind: "refund" | "dispute"
+  readonly status: string
+  /** How far the cause has gone; a report with a lower stage than the recorded one is stale. */
+  readonly stage: number
+  /** Whether the cause takes the money back (a pending or succeeded refund, an open or lost dispute). */
+  readonly reverses: boolean
+}
 
 export interface HeldReservation {
   readonly reservationId: string
@@ -80,37 +95,83 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
         return true
       })
 
+    /** Locks the order's row: every change of an order's state (grant, reversal, restoration) runs under it. */
+    const lockOrder = (orderId: string) =>
+      sql<{ state: string }>`SELECT state FROM credit_orders WHERE order_id = ${orderId} FOR UPDATE`.pipe(
+        Effect.map((rows) => rows[0]?.state)
+      )
+
     /** Grants the pack of a verified paid order exactly once and marks the order paid. */
     const grant = (orderId: string, fingerprint: string) =>
       Effect.gen(function* () {
         const at = yield* now
+        yield* lockOrder(orderId)
         const granted = yield* grantInTransaction(orderId, fingerprint, at)
         yield* sql`
           UPDATE credit_orders SET state = 'paid', updated_at = ${at}
           WHERE order_id = ${orderId} AND state NOT IN ('paid', 'reversed')`
         return granted
-      }).pipe(sql.withTransaction)
+      }).pipe(
+        sql.withTransaction,
+        Effect.tap((granted) => (granted ? Metric.incrementBy(creditsGranted, PACK_CREDITS) : Effect.void))
+      )
+
+    /** The next cycle number of an order's `kind` entries (reversal or restoration). */
+    const nextCycle = (orderId: string, kind: "reversal" | "restoration") =>
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM credit_entries WHERE order_id = ${orderId} AND kind = ${kind}`.pipe(
+        Effect.map((rows) => (rows[0]?.n ?? 0) + 1)
+      )
 
     /**
-     * Takes back the pack of a refunded or disputed order once and pauses the key. A refund proves a payment,
-     * so an order whose grant had not arrived yet is granted and reversed together (net zero, key paused).
+     * Records what a refund or dispute of the order now says, then makes the order agree with its causes: it is
+     * reversed (pack taken back, key paused) while any cause still takes the money back, and restored (a
+     * compensating +500, back to paid) once none does. A cause only moves forward (`stage`), so duplicated or
+     * out-of-order webhooks change nothing twice. A refund proves a payment: an order whose grant had not
+     * arrived yet is granted and reversed together. The order row, then the account row, is locked first.
      */
-    const reverse = (orderId: string, fingerprint: string, reason: string) =>
+    const applyCause = (orderId: string, fingerprint: string, cause: ReversalCause) =>
       Effect.gen(function* () {
         const at = yield* now
-        yield* grantInTransaction(orderId, fingerprint, at)
-        const inserted = yield* sql<{ entry_id: string }>`
-          INSERT INTO credit_entries (fingerprint, kind, order_id, available_delta, reserved_delta, created_at)
-          VALUES (${fingerprint}, 'reversal', ${orderId}, ${-PACK_CREDITS}, 0, ${at})
-          ON CONFLICT (order_id) WHERE kind = 'reversal' DO NOTHING
-          RETURNING entry_id`
-        yield* sql`UPDATE credit_orders SET state = 'reversed', updated_at = ${at} WHERE order_id = ${orderId} AND state <> 'reversed'`
-        if (inserted.length === 0) return false
+        const state = yield* lockOrder(orderId)
+        yield* sql`SELECT fingerprint FROM credit_accounts WHERE fingerprint = ${fingerprint} FOR UPDATE`
         yield* sql`
-          UPDATE credit_accounts
-          SET available = available - ${PACK_CREDITS}, blocked = true, blocked_reason = ${reason}, updated_at = ${at}
-          WHERE fingerprint = ${fingerprint}`
-        return true
+          INSERT INTO credit_reversal_causes (cause_id, order_id, kind, status, stage, reverses, updated_at)
+          VALUES (${cause.id}, ${orderId}, ${cause.kind}, ${cause.status}, ${cause.stage}, ${cause.reverses}, ${at})
+          ON CONFLICT (cause_id) DO UPDATE
+          SET status = EXCLUDED.status, stage = EXCLUDED.stage, reverses = EXCLUDED.reverses, updated_at = EXCLUDED.updated_at
+          WHERE credit_reversal_causes.stage < EXCLUDED.stage`
+        const [holding] = yield* sql<{ kind: string }>`
+          SELECT kind FROM credit_reversal_causes WHERE order_id = ${orderId} AND reverses ORDER BY updated_at LIMIT 1`
+        if (holding !== undefined && state !== "reversed") {
+          yield* grantInTransaction(orderId, fingerprint, at)
+          const cycle = yield* nextCycle(orderId, "reversal")
+          yield* sql`
+            INSERT INTO credit_entries (fingerprint, kind, order_id, available_delta, reserved_delta, cycle, created_at)
+            VALUES (${fingerprint}, 'reversal', ${orderId}, ${-PACK_CREDITS}, 0, ${cycle}, ${at})`
+          yield* sql`UPDATE credit_orders SET state = 'reversed', updated_at = ${at} WHERE order_id = ${orderId}`
+          yield* sql`
+            UPDATE credit_accounts
+            SET available = available - ${PACK_CREDITS}, blocked = true, blocked_reason = ${holding.kind}, updated_at = ${at}
+            WHERE fingerprint = ${fingerprint}`
+          return "reversed" as const
+        }
+        if (holding === undefined && state === "reversed") {
+          const cycle = yield* nextCycle(orderId, "restoration")
+          yield* sql`
+            INSERT INTO credit_entries (fingerprint, kind, order_id, available_delta, reserved_delta, cycle, created_at)
+            VALUES (${fingerprint}, 'restoration', ${orderId}, ${PACK_CREDITS}, 0, ${cycle}, ${at})`
+          yield* sql`UPDATE credit_orders SET state = 'paid', updated_at = ${at} WHERE order_id = ${orderId}`
+          yield* sql`
+            UPDATE credit_accounts SET available = available + ${PACK_CREDITS}, updated_at = ${at} WHERE fingerprint = ${fingerprint}`
+          // The pause is lifted only when no other order of the key is still reversed (refunded or disputed).
+          const [stillReversed] = yield* sql`
+            SELECT 1 FROM credit_orders WHERE fingerprint = ${fingerprint} AND state = 'reversed' LIMIT 1`
+          if (stillReversed === undefined) {
+            yield* sql`UPDATE credit_accounts SET blocked = false, blocked_reason = NULL WHERE fingerprint = ${fingerprint}`
+          }
+          return "restored" as const
+        }
+        return "unchanged" as const
       }).pipe(sql.withTransaction)
 
     const reservationFor = (requestId: string) =>
@@ -228,7 +289,7 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
       openAccount,
       releaseOrphans,
       grant,
-      reverse,
+      applyCause,
       reserve,
       /** Consumes a held credit; idempotent (a second call, or one after release, changes nothing). */
       consume: (reservationId: string) => settle(reservationId, "consumed"),

@@ -12,7 +12,7 @@ export const invalidKey = () =>
 
 export const paymentsUnavailable = () =>
   new ServiceUnavailable({
-    error: { code: "payments_unavailable", message: "Card payments are not configured on this server." }
+    error: { code: "payments_unavailable", message: "card payments are not configured on this server (its operator sets STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET); pay per call with x402 instead" }
   })
 
 export const processorUnavailable = () =>
@@ -29,8 +29,10 @@ export const orderNotFound = () =>
 
 export const feedbackLimited = (message: string) => new TooManyRequests({ error: { code: "feedback_limited", message } })
 
-/** Processor failures other than the ones a caller handles become 503 processor_unavailable. */
+/** Processor failures other than the ones a caller handles become 503 processor_unavailable (payments_unavailable without one). */
 export const processorFailure = (error: ProcessorError) =>
-  Effect.logWarning("card processor call failed", { kind: error.kind, message: error.message }).pipe(
-    Effect.zipRight(Effect.fail(processorUnavailable()))
-  )
+  error.kind === "disabled"
+    ? Effect.fail(paymentsUnavailable())
+    : Effect.logWarning("card processor call failed", { kind: error.kind, message: error.message }).pipe(
+        Effect.zipRight(Effect.fail(processorUnavailable()))
+      )

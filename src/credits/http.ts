@@ -11,6 +11,7 @@ import { feedbackLimited, invalidKey, orStorageUnavailable, paymentsUnavailable 
 import { Feedback } from "./Feedback.ts"
 import { KeyFingerprints, parseCreditKey } from "./keys.ts"
 import { type Account, creditsRemaining, Ledger, PACK_CREDITS } from "./Ledger.ts"
+import { Processor } from "./Processor.ts"
 
 /** The Bearer middleware: a well-formed key of this server's mode passes; whether it is known is the handler's call. */
 export const CreditKeyAuthLive = Layer.effect(
@@ -32,6 +33,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
     const checkout = yield* Checkout
     const feedback = yield* Feedback
     const config = yield* AppConfig
+    const processor = yield* Processor
 
     const fingerprint = Effect.flatMap(CreditKey, (key) =>
       Option.match(keys.fingerprint(key), { onNone: () => Effect.fail(invalidKey()), onSome: Effect.succeed })
@@ -50,8 +52,8 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
       test_mode: config.testMode
     })
 
-    // CONTRACT: without STRIPE_SECRET_KEY every card-credit endpoint answers 503 payments_unavailable.
-    const requirePayments = Option.isSome(config.stripe) ? Effect.void : Effect.fail(paymentsUnavailable())
+    // Without a card processor every card-credit endpoint answers 503 payments_unavailable.
+    const requirePayments = processor.enabled ? Effect.void : Effect.fail(paymentsUnavailable())
 
     return handlers
       .handle("balance", () =>

@@ -1,6 +1,7 @@
 /** Error classes of SPEC §7: one class per documented status, each body carrying `error.code`. */
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { X402PaymentRequired, X402SettleResponse } from "./schemas.ts"
 
 const detail = <const Codes extends ReadonlyArray<string>>(...codes: Codes) =>
   Schema.Struct({
@@ -19,6 +20,23 @@ export const InvalidRequestCodes = [
   "wrong_mode"
 ] as const
 
+/** The longest message an error body carries: messages may quote the input, and the input can be megabytes. */
+export const MAX_ERROR_MESSAGE_CHARS = 300
+/** The most schema issues an error body lists. */
+export const MAX_ERROR_ISSUES = 10
+
+const MAX_PATH_KEY_CHARS = 40
+
+const cap = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`)
+
+/** A message cut to MAX_ERROR_MESSAGE_CHARS, marked with an ellipsis when cut. */
+export const capMessage = (message: string): string => cap(message, MAX_ERROR_MESSAGE_CHARS)
+
+export interface SchemaIssue {
+  readonly path: ReadonlyArray<string | number>
+  readonly message: string
+}
+
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()(
   "InvalidRequest",
   {
@@ -30,13 +48,25 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()(
   HttpApiSchema.annotations({ status: 400, description: "Invalid input; nothing consumed" })
 ) {}
 
+/** The 400 for input a schema refused (REST body or tool arguments): the first issue in the message, all capped. */
+export const schemaRejection = (issues: ReadonlyArray<SchemaIssue>, fallback: string): InvalidRequest => {
+  const kept = issues.slice(0, MAX_ERROR_ISSUES).map((issue) => ({
+    // A path names the caller's keys, which can be as long as any value.
+    path: issue.path.slice(0, MAX_ERROR_ISSUES).map((key) => (typeof key === "string" ? cap(key, MAX_PATH_KEY_CHARS) : key)),
+    message: capMessage(issue.message)
+  }))
+  const first = kept[0]
+  const where = first && first.path.length > 0 ? `${first.path.join(".")}: ` : ""
+  return new InvalidRequest({
+    error: { code: "invalid_request", message: first ? capMessage(`${where}${first.message}`) : capMessage(fallback), issues: kept }
+  })
+}
+
 export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()(
   "PaymentRequired",
   {
     error: detail("payment_required", "invalid_payment", "insufficient_credits", "key_paused", "x402_unavailable"),
-    payment_required: Schema.optional(
-      Schema.Unknown.annotations({ description: "The x402 v2 PaymentRequired object, also sent base64-encoded in the PAYMENT-REQUIRED header" })
-    )
+    payment_required: Schema.optional(X402PaymentRequired)
   },
   HttpApiSchema.annotations({ status: 402, description: "x402 price challenge (header PAYMENT-REQUIRED) or an unusable payment or credit key" })
 ) {}
@@ -104,8 +134,8 @@ export class AnalysisFailed extends Schema.TaggedError<AnalysisFailed>()(
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
   {
-    error: detail("payment_pending", "model_unavailable", "payments_unavailable", "storage_unavailable", "processor_unavailable"),
-    payment_response: Schema.optional(Schema.Unknown.annotations({ description: "Pending settlement receipt (payment_pending only)" }))
+    error: detail("payment_pending", "model_unavailable", "payments_unavailable", "storage_unavailable", "processor_unavailable", "starting"),
+    payment_response: Schema.optional(X402SettleResponse.annotations({ description: "payment_pending only: the pending settlement receipt" }))
   },
   HttpApiSchema.annotations({ status: 503, description: "Read error.code; payment_pending: retry the same request and authorization after 60 s" })
 ) {}

@@ -1,5 +1,6 @@
 /** Wire schemas of the public contract (SPEC §2): requests, results, balances, orders and feedback. */
-import { Schema } from "effect"
+import type { PaymentRequired, SettleResponse } from "@x402/core/types"
+import { JSONSchema, Schema } from "effect"
 
 /** Structs sent by callers reject unknown fields (SPEC: "additional properties rejected"). */
 const closed = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
@@ -49,12 +50,19 @@ export const ImageBase64 = Schema.String.annotations({
   jsonSchema: { maxLength: 2666668, contentEncoding: "base64" }
 })
 
+/** An example request body (the image is a placeholder): shown in the API reference and in x402 discovery metadata. */
+export const analyzeRequestExample = {
+  image_base64: "<standard base64 of the JPEG or PNG photo>",
+  mime_type: "image/jpeg",
+  language: "en"
+} as const
+
 export const AnalyzeRequest = closed({
   image_base64: ImageBase64,
   mime_type: ImageMimeType,
   language: Schema.optionalWith(Language, { default: () => "en" as const }),
   known_total_grams: Schema.optional(KnownTotalGrams)
-}).annotations({ identifier: "AnalyzeRequest" })
+}).annotations({ identifier: "AnalyzeRequest", examples: [analyzeRequestExample] })
 export type AnalyzeRequest = typeof AnalyzeRequest.Type
 
 const NonNegative = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
@@ -90,6 +98,55 @@ export const PortionBasis = Schema.Struct({
   allocation: Schema.Literal("photo_estimated_proportions")
 }).annotations({ identifier: "PortionBasis" })
 
+const nutrition = (kcal: number, protein_g: number, carbs_g: number, fat_g: number): Nutrition => ({ kcal, protein_g, carbs_g, fat_g })
+
+/** An example result whose figures add up as real ones do: shown in the API reference and in x402 discovery metadata. */
+export const analysisResultExample = {
+  request_id: "3f1c2a9e-7b4d-4c1e-9a2f-5d6e7f8a9b0c",
+  dish_name: "Grilled chicken with rice",
+  items: [
+    {
+      name: "Grilled chicken breast",
+      query: "chicken breast roasted",
+      estimated_grams: 150,
+      model_confidence: 0.86,
+      nutrition_source: "usda",
+      fdc_id: "171477",
+      matched_name: "Chicken, broilers or fryers, breast, meat only, cooked, roasted",
+      per_100g: nutrition(165, 31, 0, 3.6),
+      nutrition: nutrition(247.5, 46.5, 0, 5.4)
+    },
+    {
+      name: "White rice",
+      query: "rice white cooked",
+      estimated_grams: 180,
+      model_confidence: 0.8,
+      nutrition_source: "usda",
+      fdc_id: "168878",
+      matched_name: "Rice, white, long-grain, regular, enriched, cooked",
+      per_100g: nutrition(130, 2.7, 28.2, 0.3),
+      nutrition: nutrition(234, 4.9, 50.8, 0.5)
+    },
+    {
+      name: "Olive oil",
+      query: "olive oil",
+      estimated_grams: 10,
+      model_confidence: 0.55,
+      nutrition_source: "ai",
+      fdc_id: null,
+      matched_name: null,
+      per_100g: nutrition(884, 0, 0, 100),
+      nutrition: nutrition(88.4, 0, 0, 10)
+    }
+  ],
+  totals: nutrition(569.9, 51.4, 50.8, 15.9),
+  estimated_total_grams: 340,
+  estimate: true,
+  model: "gpt-5-mini",
+  matcher_version: "usda-match-1",
+  processing_ms: 2140
+} as const
+
 export const AnalysisResult = Schema.Struct({
   request_id: Uuid,
   dish_name: Schema.String,
@@ -99,13 +156,13 @@ export const AnalysisResult = Schema.Struct({
   estimate: Schema.Literal(true),
   model: Schema.String,
   matcher_version: Schema.String,
-  processing_ms: Schema.Int.pipe(Schema.nonNegative()),
+  processing_ms: Schema.NonNegativeInt,
   portion_basis: Schema.optional(PortionBasis)
-}).annotations({ identifier: "AnalysisResult" })
+}).annotations({ identifier: "AnalysisResult", examples: [analysisResultExample] })
 export type AnalysisResult = typeof AnalysisResult.Type
 
 export const Balance = Schema.Struct({
-  credits_remaining: Schema.Int.pipe(Schema.nonNegative()),
+  credits_remaining: Schema.NonNegativeInt,
   blocked: Schema.Boolean,
   test_mode: Schema.Boolean.annotations({ description: "true when the server runs against the card processor's test mode" })
 }).annotations({ identifier: "Balance" })
@@ -146,7 +203,7 @@ export const CheckoutStatusRequest = closed({ order_id: UuidV4 }).annotations({ 
 export const CheckoutStatus = Schema.Struct({
   order_id: Uuid,
   state: OrderState,
-  credits_remaining: Schema.Int.pipe(Schema.nonNegative()),
+  credits_remaining: Schema.NonNegativeInt,
   blocked: Schema.Boolean,
   test_mode: Schema.Boolean,
   checkout_url: Schema.optional(Schema.String.annotations({ format: "uri" }))
@@ -186,5 +243,90 @@ export const Health = Schema.Struct({
   payment_network: Schema.String,
   x402_enabled: Schema.Boolean,
   card_credits_enabled: Schema.Boolean,
-  test_mode: Schema.Boolean
+  test_mode: Schema.Boolean,
+  /** Served by `morsel serve --sandbox`: every outside service simulated, nothing real is charged. */
+  sandbox: Schema.Boolean
 }).annotations({ identifier: "Health" })
+
+/**
+ * An object whose shape the x402 protocol defines: documented by its JSON Schema, passed through as is.
+ * Not Schema.Unknown, whose JSON schema repeats one "$id" wherever it is used, which OpenAPI and ajv reject.
+ */
+const X402Object = <A>(is: (u: unknown) => u is A, jsonSchema: object) => Schema.declare(is, { jsonSchema: { type: "object", ...jsonSchema } })
+
+const isRecord = (u: unknown): u is { readonly [key: string]: unknown } => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const decimalString = { type: "string", pattern: "^[0-9]+$" }
+
+/** The x402 v2 PaymentRequired object: the price challenge (also base64-encoded in the PAYMENT-REQUIRED header). */
+export const X402PaymentRequired = X402Object((u): u is PaymentRequired => isRecord(u) && u["x402Version"] === 2 && Array.isArray(u["accepts"]), {
+  description: "x402 v2 PaymentRequired: what to pay, to whom and on which network; extensions.bazaar describes the resource",
+  required: ["x402Version", "resource", "accepts"],
+  properties: {
+    x402Version: { type: "integer", const: 2 },
+    error: { type: "string", description: "Why the previous payment was refused" },
+    resource: {
+      type: "object",
+      required: ["url"],
+      properties: {
+        url: { type: "string", format: "uri" },
+        description: { type: "string" },
+        mimeType: { type: "string" },
+        serviceName: { type: "string" },
+        tags: { type: "array", items: { type: "string" } }
+      }
+    },
+    accepts: {
+      type: "array",
+      minItems: 1,
+      items: {
+        type: "object",
+        required: ["scheme", "network", "amount", "asset", "payTo", "maxTimeoutSeconds", "extra"],
+        properties: {
+          scheme: { type: "string", const: "exact" },
+          network: { type: "string", description: "CAIP-2 network id" },
+          amount: { ...decimalString, description: "Price in the asset's smallest units" },
+          asset: { type: "string", description: "Token contract address" },
+          payTo: { type: "string", description: "Recipient address" },
+          maxTimeoutSeconds: { type: "integer" },
+          extra: { type: "object", description: "The token's EIP-712 domain name and version" }
+        }
+      }
+    },
+    extensions: { type: "object", description: "x402 extensions; bazaar: discovery metadata (info and the JSON Schema it follows)" }
+  }
+}).annotations({ identifier: "X402PaymentRequired" })
+export type X402PaymentRequired = typeof X402PaymentRequired.Type
+
+/** The x402 v2 settlement receipt (base64-encoded in the PAYMENT-RESPONSE header). */
+export const X402SettleResponse = X402Object((u): u is SettleResponse => isRecord(u) && typeof u["success"] === "boolean" && typeof u["network"] === "string", {
+  description: "x402 v2 settlement receipt; errorReason settlement_pending while the transfer is unconfirmed",
+  required: ["success", "transaction", "network"],
+  properties: {
+    success: { type: "boolean" },
+    errorReason: { type: "string" },
+    transaction: { type: "string", description: "Transaction hash (empty while none is known)" },
+    network: { type: "string" },
+    payer: { type: "string" }
+  }
+}).annotations({ identifier: "X402SettleResponse" })
+
+/**
+ * A schema's JSON Schema for other protocols (MCP tools, x402 discovery): no "$schema" (their dialect, 2020-12,
+ * reads these keywords alike). Inlined, it has no "$ref" at all, since several model providers and x402 facilitators
+ * do not follow references, nor the root's examples, which travel next to it; otherwise references point into "$defs".
+ */
+export const jsonSchemaOf = (schema: Schema.Schema.AnyNoContext, options: { readonly inline: boolean }): Record<string, unknown> => {
+  const { $defs = {}, $schema: _dialect, ...root } = JSONSchema.make(schema)
+  if (!options.inline) return Object.keys($defs).length === 0 ? root : { ...root, $defs }
+  const fields = (node: object): Record<string, unknown> =>
+    Object.fromEntries(Object.entries(node).map(([key, value]) => [key, resolve(value)]))
+  const resolve = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(resolve)
+    if (typeof node !== "object" || node === null) return node
+    const ref = "$ref" in node && typeof node.$ref === "string" ? node.$ref.replace(/^#\/\$defs\//, "") : undefined
+    return ref !== undefined && ref in $defs ? resolve($defs[ref]) : fields(node)
+  }
+  const { examples: _examples, ...inlined } = fields(resolve(root) ?? {})
+  return inlined
+}

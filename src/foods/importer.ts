@@ -1,6 +1,6 @@
 /** Imports USDA downloads (SR28 ASCII, FoodData Central CSV; folder or zip) into PostgreSQL, idempotently and with progress. */
-import { randomUUID } from "node:crypto"
 import { Clock, Console, Data, Effect, Runtime } from "effect"
+import { Ids } from "../ids.ts"
 import type { FoodRecord } from "./records.ts"
 import { BATCH_SIZE, recordImport, removeStale, upsertBatch } from "./repository.ts"
 import { readFdc, readSr28, locateDatasets } from "./sources.ts"
@@ -48,7 +48,7 @@ export const importFoods = (path: string, options: ImportOptions = {}) =>
     const runtime = yield* Effect.runtime<never>()
     const progress = options.progress ?? ((message: string) => Runtime.runSync(runtime)(Console.log(message)))
     const started = yield* Clock.currentTimeMillis
-    const importId = randomUUID()
+    const importId = yield* Ids.next
     const datasets = yield* attempt(`cannot read ${path}`, () => locateDatasets(path))
     const imported: Array<ImportedDataset> = []
     for (const dataset of datasets) {

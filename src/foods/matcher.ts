@@ -1,12 +1,13 @@
 /** The in-memory matcher: candidate generation over an inverted word index (with trigram spelling repair), then re-ranking. */
 import { Option } from "effect"
-import type { Nutrition } from "../domain/schemas.ts"
 import type { FoodMatch, FoodQuery } from "./FoodDb.ts"
+import { energyDistance, guessScore, isPlausible } from "./plausibility.ts"
+import { DIET_VARIANT, isCookedByDefault, oddPartOf, recordPrior } from "./recordTraits.ts"
 import type { FoodRecord } from "./records.ts"
-import { descriptionAsides, descriptionSegments, type QueryTerm, queryTerms, type StateWord, stateOf, trigrams } from "./text.ts"
+import { brandWords, descriptionAsides, descriptionSegments, type QueryTerm, queryTerms, type StateWord, stateOf, trigrams } from "./text.ts"
 
 /** Reported in every result; bump it whenever ranking, vocabulary or thresholds change. */
-export const MATCHER_VERSION = "usda-match-1"
+export const MATCHER_VERSION = "usda-match-2"
 
 interface IndexedFood {
   readonly record: FoodRecord
@@ -14,19 +15,24 @@ interface IndexedFood {
   readonly head: ReadonlySet<string>
   /** The last word of the head segment: "Salad dressing, caesar" is a dressing, not a salad. */
   readonly headNoun: string | undefined
+  /** Words of the segment after the head, USDA's specific name: "Melons, cantaloupe" is a cantaloupe. */
+  readonly specific: ReadonlySet<string>
   readonly states: ReadonlySet<StateWord>
   /** Sum of the idf of the record's content words: what a query leaves unexplained is penalised. */
   readonly contentWeight: number
   /** The same for the head segment ("Carrot juice" is not carrots): words there weigh more. */
   readonly headWeight: number
-  /** Generic-over-branded and food-group prior, independent of the query. */
+  /** Food-group and typical-record prior, independent of the query. */
   readonly prior: number
+  /** Brand names in the description (stemmed); a branded record is unlikely unless the query names its brand. */
+  readonly brands: ReadonlySet<string> | undefined
+  /** An unusual part or variant ("liver", "feet", "meatless") the query must name for the record to fit. */
+  readonly oddPart: string | undefined
   readonly cookedByDefault: boolean
   readonly dietVariant: boolean
   /** Fried, breaded or battered (French fries excepted: "fried" is their name). */
   readonly fried: boolean
   readonly babyFood: boolean
-  readonly energyShares: readonly [number, number, number] | undefined
 }
 
 export interface FoodIndex {
@@ -67,52 +73,26 @@ const EQUIVALENT: Partial<Record<StateWord, ReadonlyArray<StateWord>>> = {
   moistheat: ["moistheat", "boiled", "braised", "stewed", "simmered"]
 }
 
-/** Food groups whose foods are eaten cooked: with no preparation named, a raw record is unlikely. */
-const COOKED_GROUPS = new Set([
-  "Poultry Products",
-  "Beef Products",
-  "Pork Products",
-  "Lamb, Veal, and Game Products",
-  "Finfish and Shellfish Products",
-  "Cereal Grains and Pasta",
-  "Legumes and Legume Products",
-  "Sausages and Luncheon Meats"
-])
-
-const GROUP_PRIOR = new Map([
-  ["Fast Foods", -0.3],
-  ["Restaurant Foods", -0.1],
-  ["American Indian/Alaska Native Foods", -1.5]
-])
-
 /** Category words USDA puts before the food itself ("Fast foods, hamburger", "Beverages, coffee"). */
 const CATEGORY_WORDS = new Set(
   "fast food restaurant beverage alcoholic snack candy cereal spice fish crustacean mollusk nut seed italian chinese mexican latino japanese family style".split(" ")
 )
 
-/** Special-diet variants: a plain query means the ordinary food. */
-const DIET_VARIANT = /\b(?:reduced[ -]fat|low[ -]?fat|fat[ -]free|nonfat|light|lite|reduced[ -](?:sodium|calorie|sugar)|low[ -](?:sodium|calorie|carb)|sugar[ -]free|no sugar added|diet|imitation|lactose[ -]reduced|gluten[ -]free)\b/
-
-/** Records that describe the usual, averaged food rather than one variety. */
-const GENERIC_AVERAGE = /\b(?:all commercial varieties|year round average|all types|mixed species|all grades|all varieties|nfs)\b/
-
-/** SR28 writes brand names in capitals ("KRAFT", "McDONALD'S"). */
-const BRAND_WORD = /\b(?!USDA\b|NFS\b|UPC\b)[A-Z]{2,}[A-Z'&.-]*\b/
-
-const energyShares = (n: Nutrition): readonly [number, number, number] | undefined => {
-  const p = 4 * n.protein_g
-  const c = 4 * n.carbs_g
-  const f = 9 * n.fat_g
-  const total = p + c + f
-  return total > 0 ? [p / total, c / total, f / total] : undefined
-}
 
 /** Qualifiers that do not make a record a different food; a query need not mention them. */
 const NEUTRAL = new Set(
-  "with without salt added gram ounce oz per cup enriched unenriched drained regular all commercial commercially variety type grade includes include mature seed solid liquid fluid year round average ns nfs as to form usda vitamin fortified not or and by from".split(
+  "pre sliced with without salt added gram ounce oz per cup enriched unenriched drained regular all commercial commercially variety type grade includes include mature seed solid liquid fluid year round average ns nfs as to form usda vitamin fortified not or and by from".split(
     " "
   )
 )
+
+/** Heads that name a class whose members USDA lists in the next segment: "Melons, cantaloupe" is a cantaloupe, "Rolls, hamburger" is not a hamburger. */
+const CLASS_HEADS = new Set(
+  "melon cabbage bread sauce soup cheese seed gravy syrup meat pepper lettuce squash bean pea oil vinegar pickle dessert gelatin topping cereal nut fish crustacean mollusk spice dressing juice tea coffee".split(" ")
+)
+
+/** Words after which a head segment lists ingredients rather than naming the food. */
+const NAME_ENDS = new Set(["made", "with", "from", "in", "prepared", "includes", "con", "del"])
 
 /** SR28 sometimes files procurement notes as common names; they are not names of the food. */
 const usefulCommonNames = (names: string | null) => (names === null || /^includes usda/i.test(names) ? [] : descriptionSegments(names).flat())
@@ -133,36 +113,42 @@ const indexFood = (
     }
   }
   for (const token of usefulCommonNames(record.commonNames)) if (stateOf(token) === undefined) tokens.add(token)
-  const headSegment = segments.find((segment) => segment.some((t) => !CATEGORY_WORDS.has(t))) ?? []
+  const headAt = segments.findIndex((segment) => segment.some((t) => !CATEGORY_WORDS.has(t)))
+  const headSegment = segments[headAt] ?? []
   const head = new Set(headSegment.filter((t) => stateOf(t) === undefined && !CATEGORY_WORDS.has(t)))
-  const headNouns = [...head].filter((t) => !NEUTRAL.has(t))
-  const branded = record.manufacturer !== null || BRAND_WORD.test(record.description)
+  // "Soy sauce made from soy and wheat" and "Chili con carne with beans" are named before their ingredients.
+  const nameEnd = headSegment.findIndex((t, i) => i > 0 && NAME_ENDS.has(t))
+  const named = nameEnd > 0 ? headSegment.slice(0, nameEnd) : headSegment
+  // Category words count only as whole segments: "Fast foods, fish sandwich" is a fish sandwich.
+  const headNouns = named.filter((t) => stateOf(t) === undefined && !NEUTRAL.has(t))
+  const brands = brandWords(record.description)
+  const branded = record.manufacturer !== null || brands.length > 0
   const description = record.description.toLowerCase()
-  let prior = (GROUP_PRIOR.get(record.foodGroup ?? "") ?? 0) + (branded ? -1.2 : 0) + (record.surveyed ? 0.3 : 0)
-  if (description.startsWith("school lunch")) prior -= 1
-  if (description.startsWith("usda commodity")) prior -= 0.6
-  if (/\brestaurant\b/.test(description) && record.foodGroup !== "Restaurant Foods") prior -= 0.3
-  if (GENERIC_AVERAGE.test(description)) prior += 0.25
   return {
     record,
     tokens,
     contentTokens: [...contentTokens],
-    headTokens: [...head].filter((t) => !NEUTRAL.has(t) && !/^[0-9%]+$/.test(t)),
+    headTokens: headNouns.filter((t) => !/^[0-9%]+$/.test(t)),
     dietVariant: DIET_VARIANT.test(description),
     fried: /\b(?:fried|breaded|batter)/.test(description.replace(/french fried/g, "")),
     head,
     headNoun: headNouns[headNouns.length - 1],
+    specific: new Set(segments[headAt + 1] ?? []),
     states,
-    prior,
-    cookedByDefault: COOKED_GROUPS.has(record.foodGroup ?? ""),
-    babyFood: record.foodGroup === "Baby Foods" || description.startsWith("babyfood") || description.startsWith("infant formula"),
-    energyShares: energyShares(record.per100g)
+    prior: recordPrior(record),
+    brands: branded ? new Set(brands) : undefined,
+    oddPart: oddPartOf(description),
+    cookedByDefault: isCookedByDefault(record),
+    babyFood: record.foodGroup === "Baby Foods" || description.startsWith("babyfood") || description.startsWith("infant formula")
   }
 }
 
 /** Builds the warm index over every record (≈ 100 ms for SR28's 8,789 foods). */
 export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
   const staged = records.map(indexFood)
+  // A capitalised word is a brand only if no generic record uses it ("Gatorade" is, "Chicken Nuggets" is not).
+  const generic = new Set<string>()
+  for (const food of staged) if (food.brands === undefined) for (const token of food.tokens) generic.add(token)
   const df = new Map<string, number>()
   for (const food of staged) for (const token of food.tokens) df.set(token, (df.get(token) ?? 0) + 1)
   const n = Math.max(1, staged.length)
@@ -175,9 +161,10 @@ export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
       list.push(i)
       postings.set(token, list)
     }
-    const { contentTokens, headTokens, ...rest } = food
+    const { contentTokens, headTokens, brands, ...rest } = food
     const weigh = (list: ReadonlyArray<string>) => list.reduce((sum, t) => sum + (idf.get(t) ?? 0), 0)
-    return { ...rest, contentWeight: weigh(contentTokens), headWeight: weigh(headTokens) }
+    const brandNames = brands === undefined ? undefined : new Set([...brands].filter((w) => !generic.has(w)))
+    return { ...rest, brands: brandNames, contentWeight: weigh(contentTokens), headWeight: weigh(headTokens) }
   })
   const trigramPostings = new Map<string, Array<string>>()
   for (const word of df.keys()) {
@@ -274,8 +261,10 @@ const stateScore = (query: PreparedQuery, food: IndexedFood): number => {
   for (const s of food.states) if (!NOT_COOKING.has(s)) cooking = true
   let score = 0
   const { methods } = query
-  if (query.dry) score += has(DRY_FORMS) ? 0.5 : -0.5
-  else if (has(DRY_FORMS)) score -= 1
+  // "Bread, cornbread, dry mix, prepared with …" is the prepared food, not the dry mix.
+  const dryForm = has(DRY_FORMS) && !food.states.has("cooked")
+  if (query.dry) score += dryForm ? 0.5 : -0.5
+  else if (dryForm) score -= 1
   if (query.raw) {
     if (has(RAWISH)) score += 0.5
     else if (cooking) score -= 0.7
@@ -302,22 +291,11 @@ const stateScore = (query: PreparedQuery, food: IndexedFood): number => {
   return score
 }
 
-/** Smoothed so that near-zero foods (water, tea, lettuce) are not judged by huge ratios of tiny numbers. */
-const energyDistance = (record: number, guess: number) => Math.abs(Math.log((record + 10) / (guess + 10)))
-
-const TOLERATED_DISTANCE = Math.log(1.5)
-/** Beyond this ratio between a record's energy and the guess, no text evidence is strong enough. */
-export const MAX_ENERGY_DISTANCE = Math.log(2.6)
-
-const guessScore = (guess: Nutrition, guessShares: readonly [number, number, number] | undefined, food: IndexedFood) => {
-  const distance = energyDistance(food.record.per100g.kcal, guess.kcal)
-  let score = -0.8 * distance - 6 * Math.max(0, distance - TOLERATED_DISTANCE) ** 2
-  if (guessShares !== undefined && food.energyShares !== undefined) {
-    const [a, b, c] = guessShares
-    const [x, y, z] = food.energyShares
-    score -= 0.8 * Math.max(0, Math.abs(a - x) + Math.abs(b - y) + Math.abs(c - z) - 0.25)
-  }
-  return { score, distance }
+/** A branded record fits when the query names its brand ("spam", "cheerios"); otherwise a generic one is preferred. */
+const brandScore = (query: PreparedQuery, food: IndexedFood) => {
+  if (food.brands === undefined) return 0
+  for (const brand of food.brands) if (query.words.has(brand)) return 0.3
+  return -1.2
 }
 
 /** Below these a match is not trusted and the item keeps the model's own numbers. */
@@ -332,7 +310,6 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
   const headTerm = prepared.content[prepared.content.length - 1]!
   const candidates = new Set<number>()
   for (const word of headTerm.alternatives) for (const i of index.postings.get(word) ?? []) candidates.add(i)
-  const guessShares = energyShares(query.guessPer100g)
   const weighedWords = [...prepared.words].filter((w) => !NEUTRAL.has(w)).map((w) => [w, index.idf.get(w) ?? 0] as const)
   // Keep only the best few while scanning: no sort and no allocation per candidate.
   const best: Array<{ readonly food: IndexedFood; readonly score: number }> = []
@@ -365,18 +342,24 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
     for (const w of headTerm.alternatives) if (food.tokens.has(w)) headHit = true
     let recordHeadHit = false
     for (const w of food.head) if (prepared.words.has(w)) recordHeadHit = true
-    const guess = guessScore(query.guessPer100g, guessShares, food)
+    const brand = brandScore(prepared, food)
+    let specificHit = brand > 0
+    if (food.headNoun !== undefined && CLASS_HEADS.has(food.headNoun)) for (const w of headTerm.alternatives) if (food.specific.has(w)) specificHit = true
+    const guess = guessScore(food.record.per100g, query.guessPer100g)
     const text = 3 * coverage
-    const head = (headHit ? 0.6 : -0.8) + (recordHeadHit ? 0.4 : 0) + (food.headNoun === undefined || prepared.words.has(food.headNoun) ? 0 : -0.8)
-    const extra = -Math.min(1.5, 0.05 * unexplained) - Math.min(1.2, 0.12 * headUnexplained)
+    // The record names another food unless its head noun, or its specific name, is what the query asks for.
+    const nounFits = food.headNoun === undefined || prepared.words.has(food.headNoun) || specificHit
+    const head = (headHit ? 0.6 : -0.8) + (recordHeadHit || specificHit ? 0.4 : 0) + (nounFits ? 0 : -0.8)
+    const extra = -Math.min(1.5, 0.05 * unexplained) - Math.min(1.2, 0.12 * (specificHit ? Math.max(0, headUnexplained - 4) : headUnexplained))
     const state = stateScore(prepared, food)
-    return { coverage, headHit, distance: guess.distance, text, head, extra, state, guess: guess.score, score: text + head + extra + state + food.prior + guess.score }
+    const prior = food.prior + brand + (food.oddPart === undefined || prepared.words.has(food.oddPart) ? 0 : -0.8)
+    return { coverage, headHit, text, head, extra, state, prior, guess, score: text + head + extra + state + prior + guess }
   }
   for (const i of candidates) {
     const food = index.foods[i]!
     if (food.babyFood && !prepared.wantsBabyFood) continue
     // Cheap checks first: a record too far from the guess, or sharing too few words, can never be trusted.
-    if (energyDistance(food.record.per100g.kcal, query.guessPer100g.kcal) > MAX_ENERGY_DISTANCE) continue
+    if (!isPlausible(food.record.per100g, query.guessPer100g)) continue
     if (matchedWeight(food) < MIN_COVERAGE * prepared.totalWeight) continue
     const { score } = assess(food)
     if (best.length === limit && score <= best[limit - 1]!.score) continue
@@ -392,15 +375,15 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
       score: a.score,
       coverage: a.coverage,
       headHit: a.headHit,
-      energyDistance: a.distance,
-      parts: { text: a.text, head: a.head, extra: a.extra, state: a.state, prior: food.prior, guess: a.guess }
+      energyDistance: energyDistance(food.record.per100g, query.guessPer100g),
+      parts: { text: a.text, head: a.head, extra: a.extra, state: a.state, prior: a.prior, guess: a.guess }
     }
   })
 }
 
 
-export const isTrusted = (candidate: RankedCandidate) =>
-  candidate.headHit && candidate.coverage >= MIN_COVERAGE && candidate.score >= MIN_SCORE && candidate.energyDistance <= MAX_ENERGY_DISTANCE
+/** Only plausible records are ranked at all (see plausibility.ts); a trusted one also has the query's head word and enough text evidence. */
+export const isTrusted = (candidate: RankedCandidate) => candidate.headHit && candidate.coverage >= MIN_COVERAGE && candidate.score >= MIN_SCORE
 
 export const toMatch = (record: FoodRecord): FoodMatch => ({ fdcId: record.sourceId, name: record.description, per100g: record.per100g })
 

@@ -1,6 +1,6 @@
 /** SQL for food records: batched upserts by (source, source_id), stale-record removal, index loading and the live-API cache. */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import type { FoodRecord, FoodSource } from "./records.ts"
 
 /** Rows per statement and per transaction; keeps every statement far below PostgreSQL's 65,535 parameters. */
@@ -21,7 +21,7 @@ interface FoodRow {
   readonly fat_g: number
 }
 
-const toRow = (record: FoodRecord, importId: string) => ({
+const toRow = (record: FoodRecord, importId: string, at: Date) => ({
   source: record.source,
   source_id: record.sourceId,
   data_type: record.dataType,
@@ -35,7 +35,7 @@ const toRow = (record: FoodRecord, importId: string) => ({
   carbs_g: record.per100g.carbs_g,
   fat_g: record.per100g.fat_g,
   import_id: importId,
-  updated_at: new Date()
+  updated_at: at
 })
 
 const fromRow = (row: FoodRow): FoodRecord => ({
@@ -56,9 +56,10 @@ export const upsertBatch = (records: ReadonlyArray<FoodRecord>, importId: string
   Effect.gen(function* () {
     if (records.length === 0) return 0
     const sql = yield* SqlClient.SqlClient
+    const at = new Date(yield* Clock.currentTimeMillis)
     const write = Effect.gen(function* () {
       yield* sql`
-        INSERT INTO foods ${sql.insert(records.map((r) => toRow(r, importId)))}
+        INSERT INTO foods ${sql.insert(records.map((r) => toRow(r, importId, at)))}
         ON CONFLICT (source, source_id) DO UPDATE SET
           data_type = EXCLUDED.data_type, description = EXCLUDED.description, food_group = EXCLUDED.food_group,
           common_names = EXCLUDED.common_names, manufacturer = EXCLUDED.manufacturer, surveyed = EXCLUDED.surveyed,
@@ -95,7 +96,8 @@ export const removeStale = (source: FoodSource, dataTypes: ReadonlyArray<string>
 export const recordImport = (importId: string, path: string, foods: number, portions: number) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    yield* sql`INSERT INTO food_imports ${sql.insert({ import_id: importId, path, foods, portions, finished_at: new Date() })}`
+    const finishedAt = new Date(yield* Clock.currentTimeMillis)
+    yield* sql`INSERT INTO food_imports ${sql.insert({ import_id: importId, path, foods, portions, finished_at: finishedAt })}`
   })
 
 /** The newest finished import, to notice that another process changed the records. */

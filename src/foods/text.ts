@@ -21,7 +21,9 @@ const SHARED_PHRASES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bbaby ?foods?\b/g, " babyfood "],
   [/\bsweet potato(?:es)?\b/g, " sweetpotato "],
   [/\bsoy sauce\b/g, " soysauce "],
-  [/\bfrench fried\b/g, " frenchfried "]
+  [/\bfrench fried\b/g, " frenchfried "],
+  [/\bsalad or cooking\b/g, " "],
+  [/\b(?:extra[ -])?virgin\b/g, " "]
 ]
 
 /**
@@ -45,7 +47,7 @@ const COMMON_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bprawns?\b/g, " shrimp "],
   [/\b(salmon|tuna|cod|tilapia|halibut|trout|mackerel|sardines?|haddock|pollock|catfish|swordfish|flounder|sole|herring|anchov(?:y|ies)|sea bass|snapper|mahi mahi)\b/g, " fish $1 "],
   [/\b(shrimp|crab|lobster|crayfish)\b/g, " crustaceans $1 "],
-  [/\b(scallops?|mussels?|clams?|oysters?|squid|calamari|octopus)\b/g, " mollusks $1 "],
+  [/\b(scallops?|mussels?|clams?|oysters?|squid|calamari|octopus)\b(?! chowder)/g, " mollusks $1 "],
   [/\byoghurt\b/g, " yogurt "],
   [/\bgreek yogurt\b/g, " yogurt greek plain "],
   [/\b(?:oatmeal|porridge|rolled oats)\b/g, " cereals oats "],
@@ -76,12 +78,66 @@ const COMMON_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bheavy cream\b|\bwhipping cream\b/g, " cream heavy whipping "],
   [/\bgreen beans\b|\bstring beans\b/g, " beans snap green "],
   [/\bcorn on the cob\b|\bsweet ?corn\b/g, " corn sweet yellow "],
-  [/\bedamame\b/g, " edamame soybeans green "],
-  [/\bsalad dressing\b|\bdressing\b|\bvinaigrette\b/g, " salad dressing "],
+  [/\b(?:oil and vinegar|vinegar and oil)(?: dressing)?\b/g, " salad dressing home recipe vinegar|oil "],
+  [/\b(?:balsamic |red wine |herb |italian )?vinaigrette\b|\bitalian dressing\b/g, " salad dressing italian "],
+  [/\bsalad dressing\b|\bdressing\b/g, " salad dressing "],
   [/\bpb\b/g, " peanutbutter "],
   [/\b(?:salsa|pico de gallo)\b/g, " salsa sauce "],
   [/(?<!(?:salmon|tuna|fish|beef|halibut|swordfish|cauliflower|ham|turkey|pork) )\bsteak\b(?! fr)/g, " beef steak "],
-  [/\bcilantro\b/g, " coriander cilantro leaves "]
+  [/\bcilantro\b/g, " coriander cilantro leaves "],
+  [/\b(?:jasmine|basmati|long grain|steamed white) rice\b/g, " white long grain rice "],
+  [/\b(?:cherry|grape|roma|plum) tomato(?:es)?\b/g, " red ripe tomatoes "],
+  [/\b(cantaloupe|honeydew)(?: melon)?\b/g, " melons $1 "],
+  [/\bkiwi(?:fruit)?s?\b/g, " kiwifruit "],
+  [/\bcollard greens\b/g, " collards "],
+  [/\bbok choy\b|\bpak choi\b/g, " cabbage chinese pak choi "],
+  [/\bkimchi\b/g, " cabbage kimchi "],
+  [/\bcool whip\b|\bwhipped topping\b/g, " dessert topping semi solid "],
+  [/\bwhipped cream\b/g, " cream topping whipped "],
+  [/\b(corn ?bread)\b/g, " bread cornbread "],
+  [/\bnaan\b/g, " bread naan "],
+  [/\bpita(?: bread)?\b/g, " bread pita "],
+  [/\bnutella\b|\bhazelnut spread\b/g, " chocolate hazelnut spread "],
+  [/\boreos?(?: cookies?)?\b/g, " chocolate sandwich creme cookies "],
+  [/\bpop ?tarts?\b/g, " fruit toaster pastries "],
+  [/\bjell-?o\b/g, " gelatin desserts "],
+  [/\bsriracha(?: sauce)?\b/g, " hot chile sriracha sauce "],
+  [/\b(pesto|teriyaki|hoisin)(?: sauce)?\b/g, " sauce $1 "],
+  [/\b(barbecue|bbq|oyster|fish) sauce\b/g, " sauce $1 "],
+  [/\btahini\b/g, " seeds sesame butter tahini "],
+  [/\bhot sauce\b/g, " sauce pepper hot "],
+  [/\b(?:yellow )?mustard\b(?! greens)/g, " prepared yellow mustard "],
+  [/\bcheerios\b/g, " cereals cheerios "],
+  [/\bpupusas?\b/g, " pupusas "],
+  [/\bgeneral tsos?\b/g, " general tso "],
+  [/\bhush ?puppies\b/g, " hush puppies "],
+  [/\bgrilled chicken\b(?! (?:thigh|wing|drumstick|leg|breast))/g, " grilled chicken breast "],
+  [/\begg rolls?\b/g, " chinese egg rolls "],
+  [/\b(?:vegetable|cooking|salad|frying) oil\b|^\s*oil\s*$/g, " oil canola "],
+  [/\bghee\b|\bclarified butter\b/g, " butter oil anhydrous "],
+  [/\bpulled pork\b/g, " roasted pork shoulder "],
+  [/\bgrilled cheese(?: sandwich)?\b/g, " grilled cheese sandwich "],
+  [/\bbean sprouts\b/g, " mung beans sprouted "],
+  [/\bsoy ?milk\b/g, " soymilk "],
+  [/\bmac (?:and|n) cheese\b/g, " macaroni and cheese "],
+  [/^\s*(?:flour |whole wheat |spinach )?(?:tortilla )?wraps?\s*$/g, " flour tortillas "],
+  [/\bstring cheese\b/g, " cheese mozzarella low moisture part skim "],
+  [/\bpepper ?jack(?: cheese)?\b/g, " cheese monterey "],
+  [/\b(?:donuts?|doughnuts?)\b/g, " doughnuts "],
+  [/\b(?:sparkling water|club soda|seltzer(?: water)?|soda water)\b/g, " beverages carbonated club soda "],
+  [/\bblack[ -]eyed peas\b/g, " cowpeas common blackeyes "],
+  [/\btater tots?\b/g, " potato puffs "],
+  [/\bchocolate chips\b(?! cookie)/g, " candies semisweet chocolate "],
+  [/\b(?:pumpkin seeds?|pepitas)\b/g, " seeds kernels roasted pumpkin "],
+  [/\bflax ?seeds?\b/g, " seeds flaxseed "],
+  [/\b(?:mixed )?berries\b/g, " strawberries|blueberries|raspberries|blackberries "],
+  [/\b(?:red|white|yellow|sweet|spanish|vidalia) onions?\b/g, " onions "],
+  [/(?<!(?:hot|chili|chile|jalapeno|black|banana|cayenne|sweet|bell|red|green|yellow|orange|sweet) )\bpeppers\b/g, " peppers sweet red|green "],
+  [/^\s*(?:(?:garden|green|side|house|tossed|mixed green) )?salad\s*$/g, " lettuce green leaf "],
+  [/^\s*(?:white )?fish(?: fillets?)?\s*$/g, " fish atlantic cod "],
+  [/\bbaked beans\b/g, " beans baked canned vegetarian "],
+  [/\bpork chops?\b/g, " pork loin chops "],
+  [/(?<!(?:turkey|chicken|pork|cured|prosciutto|parma|serrano) )\bham\b(?! and)/g, " pork cured ham "]
 ]
 
 /** Query words that say nothing about which record is meant. */
@@ -131,7 +187,25 @@ const NOISE = new Set([
   "fillets",
   "filet",
   "filets",
-  "baby"
+  "strip",
+  "strips",
+  "slices",
+  "pieces",
+  "chunks",
+  "bites",
+  "baby",
+  "shredded",
+  "grated",
+  "crumbled",
+  "minced",
+  "cut",
+  "wedge",
+  "wedges",
+  "florets",
+  "cafeteria",
+  "classic",
+  "traditional",
+  "freshly"
 ])
 
 /** Words that describe how a food is prepared rather than which food it is. */
@@ -209,6 +283,7 @@ const STATE_WORDS = new Map<string, StateWord>([
   ["powder", "powder"],
   ["powdered", "powder"],
   ["concentrate", "concentrate"],
+  ["condensed", "concentrate"],
   ["canned", "canned"],
   ["frozen", "frozen"],
   ["smoked", "smoked"]
@@ -281,6 +356,13 @@ export const queryTerms = (query: string): ReadonlyArray<QueryTerm> =>
     .split(/[^a-z0-9%|]+/)
     .map((group) => group.split("|").filter((w) => w.length > 0 && !NOISE.has(w)).map(stem))
     .filter((alternatives) => alternatives.length > 0)
+
+/** Brand names in a USDA description, as query words: SR28 writes brands in capitals ("KRAFT", "McDONALD'S"), and in a branded record the other capitalised words name the product ("Gatorade"). */
+export const brandWords = (description: string): ReadonlyArray<string> => {
+  const body = description.replace(/\([^)]*\)?/g, " ")
+  if (!/\b(?!USDA\b|NFS\b|UPC\b)[A-Z]{2,}[A-Z'&.-]*\b/.test(body)) return []
+  return [...body.matchAll(/(?<=[\s,])(?!USDA\b|NFS\b|UPC\b)[A-Z][A-Za-z'&.-]*/g)].flatMap((m) => words(baseNormalise(m[0])).map(stem))
+}
 
 /** Character trigrams of a word, padded like pg_trgm, for correcting misspelt query words. */
 export const trigrams = (word: string): ReadonlyArray<string> => {

@@ -57,18 +57,24 @@ export const AnalyzeHeaders = Schema.Struct({
   )
 })
 
-export class HealthGroup extends HttpApiGroup.make("health").add(
-  HttpApiEndpoint.get("health", "/health")
-    .addSuccess(Health)
-    .annotate(OpenApi.Summary, "Service version and payment network")
-) {}
+/** What a route that takes a JSON body may answer before it runs: schema, size and content-type rejections. */
+const BodyRejected = Schema.Union(InvalidRequest, PayloadTooLarge, UnsupportedMediaType)
 
-export class AnalysisGroup extends HttpApiGroup.make("analysis").add(
+export class HealthGroup extends HttpApiGroup.make("health")
+  .add(
+    HttpApiEndpoint.get("health", "/health")
+      .addSuccess(Health)
+      .annotate(OpenApi.Summary, "Service version and payment network")
+  )
+  .annotate(OpenApi.Description, "Liveness, version and which payment paths this server accepts") {}
+
+export class AnalysisGroup extends HttpApiGroup.make("analysis")
+  .add(
   HttpApiEndpoint.post("analyze", "/v1/analyze")
     .setHeaders(AnalyzeHeaders)
     .setPayload(AnalyzeRequest)
     .addSuccess(AnalysisResult)
-    .addError(InvalidRequest)
+    .addError(BodyRejected)
     .addError(Unauthorized)
     .addError(PaymentRequired)
     .addError(Conflict)
@@ -83,7 +89,8 @@ export class AnalysisGroup extends HttpApiGroup.make("analysis").add(
       OpenApi.Description,
       "Paid per call with x402 (PAYMENT-SIGNATURE; PAYMENT-RESPONSE on success) or with a Bearer credit key. Nothing is charged unless the analysis succeeds."
     )
-) {}
+  )
+  .annotate(OpenApi.Description, "One food photo in, a nutrition estimate out: 0.01 USDC over x402 or one prepaid credit per success") {}
 
 export class CreditsGroup extends HttpApiGroup.make("credits")
   .add(
@@ -98,7 +105,7 @@ export class CreditsGroup extends HttpApiGroup.make("credits")
     HttpApiEndpoint.post("checkout", "/v1/credits/checkout")
       .setPayload(CheckoutRequest)
       .addSuccess(CheckoutResponse)
-      .addError(InvalidRequest)
+      .addError(BodyRejected)
       .addError(Conflict)
       .addError(TooManyRequests)
       .addError(ServiceUnavailable)
@@ -108,7 +115,7 @@ export class CreditsGroup extends HttpApiGroup.make("credits")
     HttpApiEndpoint.post("confirm", "/v1/credits/confirm")
       .setPayload(ConfirmRequest)
       .addSuccess(Balance)
-      .addError(InvalidRequest)
+      .addError(BodyRejected)
       .addError(Conflict)
       .addError(TooManyRequests)
       .addError(ServiceUnavailable)
@@ -118,7 +125,7 @@ export class CreditsGroup extends HttpApiGroup.make("credits")
     HttpApiEndpoint.post("checkoutStatus", "/v1/credits/checkout-status")
       .setPayload(CheckoutStatusRequest)
       .addSuccess(CheckoutStatus)
-      .addError(InvalidRequest)
+      .addError(BodyRejected)
       .addError(NotFound)
       .addError(TooManyRequests)
       .addError(ServiceUnavailable)
@@ -128,29 +135,74 @@ export class CreditsGroup extends HttpApiGroup.make("credits")
     HttpApiEndpoint.post("feedback", "/v1/credits/feedback")
       .setPayload(FeedbackRequest)
       .addSuccess(FeedbackReceipt)
-      .addError(InvalidRequest)
+      .addError(BodyRejected)
       .addError(NotFound)
       .addError(Conflict)
       .addError(TooManyRequests)
       .addError(ServiceUnavailable)
       .annotate(OpenApi.Summary, "Rate one completed analysis (card keys only)")
   )
-  .middleware(CreditKeyAuth) {}
+  .middleware(CreditKeyAuth)
+  .annotate(OpenApi.Description, "Prepaid card credits for a Bearer key: buy 500 for USD 5.00, check the balance, rate results") {}
 
 const header = (description: string, example: string) => ({ description, schema: { type: "string" }, example })
+
+interface SchemaRef {
+  readonly $ref?: string
+  readonly anyOf?: ReadonlyArray<SchemaRef>
+}
+
+interface Response {
+  description?: string
+  headers?: Record<string, unknown>
+  content?: Record<string, { schema?: SchemaRef }>
+}
 
 interface Operation {
   security?: ReadonlyArray<Record<string, ReadonlyArray<string>>>
   parameters?: ReadonlyArray<{ readonly name: string }>
-  responses?: Record<string, { headers?: Record<string, unknown> }>
+  responses?: Record<string, Response>
+}
+
+type Paths = Record<string, Record<string, Operation>>
+
+const DECODE_ERROR = "#/components/schemas/HttpApiDecodeError"
+
+/**
+ * The transport guard answers a schema rejection with the InvalidRequest body, so HttpApi's own decode-error body
+ * never reaches a caller: it leaves the 400 answers, and the 400 of a route without input disappears.
+ */
+const withoutDecodeError = (paths: Paths) => {
+  for (const operation of Object.values(paths).flatMap((item) => Object.values(item))) {
+    const json = operation.responses?.["400"]?.content?.["application/json"]
+    if (!operation.responses || !json?.schema) continue
+    const rest = (json.schema.anyOf ?? [json.schema]).filter((member) => member.$ref !== DECODE_ERROR)
+    const [only] = rest
+    if (only === undefined) delete operation.responses["400"]
+    else {
+      json.schema = rest.length === 1 ? only : { anyOf: rest }
+      operation.responses["400"] = { ...operation.responses["400"], description: "Invalid input; nothing consumed" }
+    }
+  }
+}
+
+/** Drops component schemas nothing refers to any more (the decode error and its parts). */
+const withoutUnusedSchemas = (spec: Record<string, unknown>) => {
+  const schemas = (spec["components"] as { schemas?: Record<string, unknown> } | undefined)?.schemas ?? {}
+  for (;;) {
+    const text = JSON.stringify(spec)
+    const unused = Object.keys(schemas).filter((name) => !text.includes(`"#/components/schemas/${name}"`))
+    if (unused.length === 0) return
+    for (const name of unused) delete schemas[name]
+  }
 }
 
 /**
- * What the schemas cannot say: the analyze endpoint takes either no credential or a Bearer key, and answers
- * carry payment and retry headers.
+ * What the schemas cannot say: the analyze endpoint takes either no credential or a Bearer key, answers carry
+ * payment and retry headers, and the decode-error body of HttpApi is never sent.
  */
-const documentHeaders = (spec: Record<string, unknown>) => {
-  const paths = (spec["paths"] ?? {}) as Record<string, Record<string, Operation>>
+const documentTransport = (spec: Record<string, unknown>) => {
+  const paths = (spec["paths"] ?? {}) as Paths
   const analyze = paths["/v1/analyze"]?.["post"]
   if (analyze) {
     analyze.security = [{}, { bearer: [] }]
@@ -160,14 +212,17 @@ const documentHeaders = (spec: Record<string, unknown>) => {
     const challenge = analyze.responses?.["402"]
     if (challenge) challenge.headers = { "PAYMENT-REQUIRED": header("base64 JSON x402 v2 PaymentRequired with an accepts array", "eyJ4NDAyVmVyc2lvbiI6Mn0=") }
   }
-  for (const item of Object.values(paths)) {
-    for (const operation of Object.values(item)) {
-      for (const status of ["429", "503"]) {
-        const response = operation.responses?.[status]
-        if (response) response.headers = { ...response.headers, "Retry-After": header("seconds to wait; a hint", "60") }
-      }
+  for (const operation of Object.values(paths).flatMap((item) => Object.values(item))) {
+    for (const status of ["429", "503"]) {
+      const response = operation.responses?.[status]
+      if (response) response.headers = { ...response.headers, "Retry-After": header("seconds to wait; a hint", "60") }
     }
   }
+  withoutDecodeError(paths)
+  withoutUnusedSchemas(spec)
+  // The License annotation has no field for an SPDX identifier; a license needs a URL or one.
+  const info = spec["info"] as Record<string, unknown>
+  info["license"] = { name: "Proprietary", identifier: "LicenseRef-Proprietary" }
   return spec
 }
 
@@ -175,13 +230,12 @@ export class MorselApi extends HttpApi.make("morsel")
   .add(HealthGroup)
   .add(AnalysisGroup)
   .add(CreditsGroup)
-  .addError(InvalidRequest)
   .addError(Forbidden)
-  .addError(PayloadTooLarge)
-  .addError(UnsupportedMediaType)
   .annotate(OpenApi.Title, "morsel")
-  .annotate(OpenApi.Transform, documentHeaders)
+  .annotate(OpenApi.Transform, documentTransport)
   .annotate(OpenApi.Version, API_VERSION)
+  // Relative: the server that serves this document, wherever it is deployed.
+  .annotate(OpenApi.Servers, [{ url: "/", description: "This server" }])
   .annotate(
     OpenApi.Description,
     "Food-photo nutrition estimates. Every result is an estimate; model_confidence is uncalibrated. Public beta."

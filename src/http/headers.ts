@@ -6,9 +6,15 @@ import type { ServiceUnavailable, TooManyRequests } from "../domain/errors.ts"
 export const setResponseHeader = (name: string, value: string) =>
   HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeader(response, name, value)))
 
-/** SPEC §7: 3600 s for failure_limit and spend_limited, otherwise 60 s; a hint, always whole seconds. */
-export const retryAfterSeconds = (error: TooManyRequests | ServiceUnavailable): number => {
+/**
+ * SPEC §7: 3600 s for failure_limit and spend_limited, otherwise 60 s; a hint, always whole seconds. None for a
+ * part the operator has not configured: retrying does not help until a setting changes.
+ */
+export const retryAfterSeconds = (error: TooManyRequests | ServiceUnavailable): number | undefined => {
   switch (error.error.code) {
+    case "model_unavailable":
+    case "payments_unavailable":
+      return undefined
     case "failure_limit":
     case "spend_limited":
       return 3600
@@ -28,7 +34,7 @@ export const withRetryAfter = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     isRetryable(error)
       ? HttpApp.appendPreResponseHandler((_request, response) =>
           Effect.succeed(
-            response.headers["retry-after"] === undefined
+            response.headers["retry-after"] === undefined && retryAfterSeconds(error) !== undefined
               ? HttpServerResponse.setHeader(response, "retry-after", String(retryAfterSeconds(error)))
               : response
           )

@@ -1,25 +1,32 @@
-/** GET /health: liveness with the service version and payment network. */
+/** GET /health: liveness with the service version, payment network and modes (test, sandbox). */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Option } from "effect"
-import packageJson from "../../package.json" with { type: "json" }
+import { Effect } from "effect"
 import { AppConfig } from "../config.ts"
+import { Processor } from "../credits/Processor.ts"
+import { SandboxMode } from "../sandbox/mode.ts"
+import { SERVICE_VERSION } from "../version.ts"
+import { X402Funding } from "../x402/X402Funding.ts"
 import { API_VERSION, MorselApi } from "./Api.ts"
 
-export const SERVICE_VERSION = packageJson.version
+export { SERVICE_VERSION }
 export const PAYMENT_NETWORK = "eip155:8453"
 
 export const HealthHttpLive = HttpApiBuilder.group(MorselApi, "health", (handlers) =>
   Effect.gen(function* () {
     const settings = yield* AppConfig
+    const sandbox = yield* SandboxMode
+    const cards = yield* Processor
+    const x402 = yield* X402Funding
     const body = {
       status: "ok",
       service: "morsel",
       version: SERVICE_VERSION,
       api_version: API_VERSION,
       payment_network: PAYMENT_NETWORK,
-      x402_enabled: Option.isSome(settings.x402.payTo),
-      card_credits_enabled: Option.isSome(settings.stripe),
-      test_mode: settings.testMode
+      x402_enabled: x402.enabled,
+      card_credits_enabled: cards.enabled,
+      test_mode: settings.testMode,
+      sandbox
     } as const
     return handlers.handle("health", () => Effect.succeed(body))
   })

@@ -1,13 +1,19 @@
-/** Transport rules of every request: trusted browser origins and CORS, JSON-only bodies, body size, error bodies. */
+/** Transport rules of every request: trusted browser origins and CORS, JSON-only bodies, body size and depth, error bodies. */
 import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
-import { Forbidden, InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from "../domain/errors.ts"
+import { capMessage, Forbidden, InvalidRequest, PayloadTooLarge, schemaRejection, UnsupportedMediaType } from "../domain/errors.ts"
 
 /** The largest valid request is a 2,666,668-character image plus a few short fields. */
 export const MAX_BODY_BYTES = 2_700_000
 
-export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id"]
+/**
+ * The deepest nesting of arrays and objects a body may have. Valid bodies are two levels deep; much deeper
+ * ones exist only to exhaust the stack of whatever walks them (decoding, error formatting).
+ */
+export const MAX_JSON_DEPTH = 32
+
+export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
   "Content-Type",
   "Authorization",
@@ -15,7 +21,8 @@ const ALLOWED_HEADERS = [
   "PAYMENT-SIGNATURE",
   "Mcp-Session-Id",
   "Mcp-Protocol-Version",
-  "Last-Event-ID"
+  "Last-Event-ID",
+  "Sandbox-Scenario"
 ]
 
 type TransportError = Forbidden | PayloadTooLarge | UnsupportedMediaType | InvalidRequest
@@ -41,9 +48,45 @@ const bodyTooLarge = new PayloadTooLarge({
   error: { code: "request_too_large", message: `request body exceeds ${MAX_BODY_BYTES} bytes` }
 })
 
+/** Whether JSON text nests arrays and objects deeper than `max`; brackets inside strings do not count. */
+export const nestsDeeperThan = (text: string, max: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++ // a backslash escapes the next character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true
+    } else if (c === 0x7d || c === 0x5d) depth--
+  }
+  return false
+}
+
+/** The same question for a value already parsed (tool arguments), walked without recursion. */
+export const valueNestsDeeperThan = (value: unknown, max: number): boolean => {
+  const pending: Array<readonly [unknown, number]> = [[value, 0]]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [current, depth] = next
+    if (typeof current !== "object" || current === null) continue
+    if (depth + 1 > max) return true
+    for (const child of Object.values(current)) pending.push([child, depth + 1])
+  }
+  return false
+}
+
+/** The 400 for a body or arguments nested beyond MAX_JSON_DEPTH. */
+export const tooDeep = (what: string) =>
+  new InvalidRequest({ error: { code: "invalid_request", message: `${what} nested more than ${MAX_JSON_DEPTH} levels deep` } })
+
 /** Rejects a bad body before any route reads it; the text read here is cached for the route. */
 const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
+    // A POST without a body (the sandbox checkout's Pay button, `fetch(url, { method: "POST" })`) has nothing to check.
+    const declared = Number(request.headers["content-length"] ?? "0")
+    if (declared === 0 && request.headers["transfer-encoding"] === undefined) return Option.none()
     if (!isJson(request.headers["content-type"])) {
       return Option.some(
         errorResponse(
@@ -53,11 +96,11 @@ const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
         )
       )
     }
-    const declared = Number(request.headers["content-length"] ?? "0")
     if (declared > MAX_BODY_BYTES) return Option.some(errorResponse(bodyTooLarge))
     if (streamsOwnBody(request.url)) return Option.none()
     const read = yield* request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)), Effect.either)
-    return read._tag === "Left" ? Option.some(errorResponse(bodyTooLarge)) : Option.none()
+    if (read._tag === "Left") return Option.some(errorResponse(bodyTooLarge))
+    return nestsDeeperThan(read.right, MAX_JSON_DEPTH) ? Option.some(errorResponse(tooDeep("request body is"))) : Option.none()
   })
 
 const decodeErrorBody = Schema.decodeUnknownOption(
@@ -70,24 +113,12 @@ const decodeErrorBody = Schema.decodeUnknownOption(
   )
 )
 
-/** Gives schema rejections the same `error.code` body as every other error. */
+/** Gives schema rejections the same `error.code` body as every other error, quoting at most a little of the input. */
 const normaliseDecodeError = (response: HttpServerResponse.HttpServerResponse) => {
   if (response.status !== 400 || response.body._tag !== "Uint8Array") return response
   return Option.match(decodeErrorBody(new TextDecoder().decode(response.body.body)), {
     onNone: () => response,
-    onSome: (decoded) => {
-      const first = decoded.issues[0]
-      const where = first && first.path.length > 0 ? `${first.path.join(".")}: ` : ""
-      return errorResponse(
-        new InvalidRequest({
-          error: {
-            code: "invalid_request",
-            message: first ? `${where}${first.message}` : decoded.message,
-            issues: decoded.issues
-          }
-        })
-      ).pipe(HttpServerResponse.setHeaders(response.headers))
-    }
+    onSome: (decoded) => errorResponse(schemaRejection(decoded.issues, decoded.message)).pipe(HttpServerResponse.setHeaders(response.headers))
   })
 }
 
@@ -102,6 +133,22 @@ const isOwnLoopbackOrigin = (origin: string, host: string | undefined) => {
   const url = new URL(origin)
   return url.protocol === "http:" && url.host === host && LOOPBACK_NAMES.has(url.hostname)
 }
+
+/** The answer when nothing else gave one; the cause goes to the log, never to the caller. */
+const internalError = HttpServerResponse.unsafeJson(
+  { _tag: "InternalServerError", error: { code: "internal_error", message: "the service failed unexpectedly; retry the same request later" } },
+  { status: 500 }
+)
+
+/** A failure that would become an empty 500 becomes a logged JSON 500; every other failure keeps its own answer. */
+const lastResort = (cause: Cause.Cause<unknown>) =>
+  Cause.isInterruptedOnly(cause)
+    ? Effect.failCause(cause)
+    : Effect.flatMap(HttpServerError.causeResponse(cause), ([response]) =>
+        response.status === 500 && response.body._tag === "Empty"
+          ? Effect.as(Effect.logError("request failed unexpectedly", cause), internalError)
+          : Effect.failCause(cause)
+      )
 
 const corsHeaders = (origin: string) => ({
   "access-control-allow-origin": origin,
@@ -119,7 +166,7 @@ export const TransportGuard = HttpLayerRouter.middleware(
         const origin = request.headers["origin"]
         if (origin !== undefined && !trusted.has(origin) && !isOwnLoopbackOrigin(origin, request.headers["host"])) {
           return errorResponse(
-            new Forbidden({ error: { code: "untrusted_origin", message: `browser origin ${origin} is not trusted by this service` } })
+            new Forbidden({ error: { code: "untrusted_origin", message: capMessage(`browser origin ${origin} is not trusted by this service`) } })
           )
         }
         const cors = origin === undefined ? {} : corsHeaders(origin)
@@ -143,10 +190,12 @@ export const TransportGuard = HttpLayerRouter.middleware(
             const error = Cause.squash(cause)
             return HttpServerError.isServerError(error) && error._tag === "RequestError" && error.reason === "Decode"
               ? Effect.succeed(errorResponse(new InvalidRequest({ error: { code: "invalid_request", message: "request body is not valid JSON" } })))
-              : Effect.failCause(cause)
+              : lastResort(cause)
           })
         )
-        return normaliseDecodeError(response).pipe(HttpServerResponse.setHeaders(cors))
+        // A route that answered an empty 500 itself is given the same body as any other defect.
+        const answered = response.status === 500 && response.body._tag === "Empty" ? internalError : normaliseDecodeError(response)
+        return answered.pipe(HttpServerResponse.setHeaders(cors))
       })
   }),
   { global: true }

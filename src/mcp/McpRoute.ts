@@ -10,17 +10,27 @@ import {
   McpError
 } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Effect, Either, Exit, Option, Runtime } from "effect"
-import { AnalyzeRequests } from "../analysis/http.ts"
-import { AppConfig } from "../config.ts"
+import { type AnalyzeError, AnalyzeRequests } from "../analysis/http.ts"
+import { AppConfig, type Settings } from "../config.ts"
 import { SERVICE_VERSION } from "../http/health.ts"
 import { MAX_BODY_BYTES } from "../http/transport.ts"
-import { decodeInput, errorResult, paymentSignatureOf, successResult, TOOL_NAME, toolDefinition } from "./tool.ts"
+import { decodeInput, errorResult, paymentSignatureOf, successResult, TOOL_NAME, toolChallenge, toolDefinition } from "./tool.ts"
 
 export const MCP_PATH = "/mcp"
 
-const INSTRUCTIONS =
-  "morsel estimates the nutrition of a food photo with the analyze_food tool. Pay per successful call with a prepaid credit key " +
-  "(Authorization: Bearer header on the connection) or per call with x402 (params._meta[\"x402/payment\"])."
+/** What an agent needs before its first call: the price, the two ways to pay, what is free and how to retry. */
+const instructions = (settings: Settings) =>
+  [
+    `morsel estimates the calories, protein, carbohydrate and fat of one food photo with the ${TOOL_NAME} tool. Listing tools is free.`,
+    "Each successful call costs one prepaid credit or 0.01 USDC; failed calls (invalid input, no food, analysis failure or timeout, a limit) cost nothing.",
+    Option.isSome(settings.stripe)
+      ? `Credits: 500 for USD 5.00, bought by card at ${settings.publicBaseUrl}/v1/credits/checkout; send the key as the connection's Authorization: Bearer header.`
+      : "Credits: send a prepaid credit key as the connection's Authorization: Bearer header.",
+    Option.isSome(settings.x402.payTo)
+      ? 'Per call with x402 (version 2, scheme exact, USDC on Base eip155:8453, amount 10000): a call without payment returns the price challenge (isError, structuredContent = PaymentRequired); sign it and repeat the call with the PaymentPayload object in params._meta["x402/payment"]. The receipt comes back in _meta["x402/payment-response"].'
+      : "Per-call x402 payments are not enabled on this server.",
+    "Reuse the same idempotency_key to retry or to recover a result for 24 hours; after payment_pending repeat the identical call after 60 seconds and never sign a new payment."
+  ].join(" ")
 
 /** Stateless servers keep no stream open: GET (server-sent events) and DELETE (sessions) are not offered. */
 const methodNotAllowed = HttpServerResponse.unsafeJson(
@@ -33,20 +43,23 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     const requests = yield* AnalyzeRequests
     const settings = yield* AppConfig
     const tool = toolDefinition(settings.publicBaseUrl)
+    const forTool = toolChallenge(settings.publicBaseUrl + MCP_PATH)
+    const failed = (failure: AnalyzeError) => errorResult(failure, forTool)
+    const serverInstructions = instructions(settings)
 
     /** One tool call through the shared pipeline; every typed failure becomes a tool error, never a protocol error. */
     const analyzeFood = (authorization: Option.Option<string>, args: unknown, meta: Readonly<Record<string, unknown>> | undefined) =>
       Effect.gen(function* () {
         const input = decodeInput(args)
-        if (Either.isLeft(input)) return errorResult(input.left)
+        if (Either.isLeft(input)) return failed(input.left)
         const { idempotency_key, ...payload } = input.right
         return yield* requests
           .analyze({ idempotencyKey: idempotency_key, authorization, paymentSignature: paymentSignatureOf(meta), payload })
-          .pipe(Effect.match({ onFailure: errorResult, onSuccess: successResult }))
+          .pipe(Effect.match({ onFailure: failed, onSuccess: successResult }))
       })
 
     const serverFor = (runtime: Runtime.Runtime<never>, authorization: Option.Option<string>) => {
-      const server = new Server({ name: "morsel", version: SERVICE_VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS })
+      const server = new Server({ name: "morsel", version: SERVICE_VERSION }, { capabilities: { tools: {} }, instructions: serverInstructions })
       server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [tool] }))
       server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
         if (request.params.name !== TOOL_NAME) throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${request.params.name}`)

@@ -1,11 +1,23 @@
 /** The `analyze_food` tool: its schemas (derived from the REST wire schemas), its description and its results. */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js"
 import { decodePaymentResponseHeader } from "@x402/core/http"
-import { Either, JSONSchema, Option, ParseResult, Schema } from "effect"
+import { declareDiscoveryExtension } from "@x402/extensions/bazaar"
+import { Either, Option, ParseResult, Schema } from "effect"
 import type { AnalyzeError, Served } from "../analysis/http.ts"
-import { InvalidRequest } from "../domain/errors.ts"
-import { AnalysisResult, AnalyzeRequest, IdempotencyKey, Uuid } from "../domain/schemas.ts"
+import { type InvalidRequest, schemaRejection } from "../domain/errors.ts"
+import {
+  AnalysisResult,
+  AnalyzeRequest,
+  analyzeRequestExample,
+  IdempotencyKey,
+  jsonSchemaOf,
+  Uuid,
+  X402PaymentRequired,
+  X402SettleResponse
+} from "../domain/schemas.ts"
 import { retryAfterSeconds } from "../http/headers.ts"
+import { MAX_JSON_DEPTH, tooDeep, valueNestsDeeperThan } from "../http/transport.ts"
+import { discoveryOutput, resourceInfo, retarget } from "../x402/protocol.ts"
 
 export const TOOL_NAME = "analyze_food"
 
@@ -20,10 +32,6 @@ export const ToolInput = Schema.Struct({
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type ToolInput = typeof ToolInput.Type
 
-/** A JSON object left to x402. Not Schema.Object/Unknown: their JSON schemas repeat one "$id", which the SDK's validator (ajv) rejects. */
-const JsonObject = (description: string) =>
-  Schema.declare((u: unknown): u is object => typeof u === "object" && u !== null, { jsonSchema: { type: "object", description } })
-
 /** Every failed call: the REST error body without its `_tag`, plus the Retry-After hint of 429 and 503. */
 export const ToolError = Schema.Struct({
   error: Schema.Struct({
@@ -34,48 +42,43 @@ export const ToolError = Schema.Struct({
       Schema.Array(Schema.Struct({ path: Schema.Array(Schema.Union(Schema.String, Schema.Number)), message: Schema.String }))
     )
   }),
-  payment_response: Schema.optional(JsonObject("payment_pending only: the pending x402 settlement receipt (also in _meta)")),
+  payment_response: Schema.optional(X402SettleResponse.annotations({ description: "payment_pending only: the pending x402 settlement receipt (also in _meta)" })),
   retry_after_seconds: Schema.optional(
     Schema.Int.annotations({ description: "429 and 503 errors: wait at least this long before retrying (REST's Retry-After)" })
   )
 }).annotations({ identifier: "ToolError" })
 
-/** The x402 v2 PaymentRequired object (the price challenge), as the x402 MCP transport returns it. */
-export const PaymentChallenge = Schema.Struct({
-  x402Version: Schema.Literal(2),
-  error: Schema.optional(Schema.String),
-  resource: Schema.optional(JsonObject("The resource being paid for")),
-  accepts: Schema.Array(JsonObject("Payment terms: scheme, network, amount, asset, payTo, maxTimeoutSeconds, extra")),
-  extensions: Schema.optional(JsonObject("x402 extensions"))
-}).annotations({ identifier: "PaymentRequired" })
-
 /**
- * The tool's structuredContent is one of three objects. The official TypeScript client (1.32) validates
+ * The tool's structuredContent is one of three objects (a pending payment is an error with its receipt). The official TypeScript client (1.32) validates
  * structuredContent against the output schema even on error results (typescript-sdk #1943), so the schema
  * names the error shapes too; otherwise the client would throw instead of showing the error.
  */
-const ToolOutput = Schema.Union(AnalysisResult, ToolError, PaymentChallenge)
+const ToolOutput = Schema.Union(AnalysisResult, ToolError, X402PaymentRequired)
 
-/**
- * JSON schemas without "$schema": MCP's default dialect is JSON Schema 2020-12, which reads these keywords alike.
- * The input schema is inlined (no "$ref"), since several model providers do not follow references in tool parameters.
- */
-const jsonSchemaOf = (schema: Schema.Schema.AnyNoContext, inline: boolean) => {
-  const { $defs = {}, $schema: _dialect, ...root } = JSONSchema.make(schema)
-  if (!inline) return { ...root, $defs }
-  const fields = (node: object): Record<string, unknown> =>
-    Object.fromEntries(Object.entries(node).map(([key, value]) => [key, resolve(value)]))
-  const resolve = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(resolve)
-    if (typeof node !== "object" || node === null) return node
-    const ref = "$ref" in node && typeof node.$ref === "string" ? node.$ref.replace(/^#\/\$defs\//, "") : undefined
-    return ref !== undefined && ref in $defs ? resolve($defs[ref]) : fields(node)
-  }
-  return fields(root)
+/** The input schema is inlined (no "$ref"), since several model providers do not follow references in tool parameters. */
+const inputSchema = jsonSchemaOf(ToolInput, { inline: true })
+const outputSchema = jsonSchemaOf(ToolOutput, { inline: false })
+
+const exampleInput = { ...analyzeRequestExample, idempotency_key: "meal-2026-11-21-lunch" }
+
+/** Discovery metadata of the tool (x402 Bazaar extension, MCP form), built by the official package. */
+const mcpDiscovery = declareDiscoveryExtension({
+  toolName: TOOL_NAME,
+  description: "Estimate calories, protein, carbohydrate and fat from one food photo",
+  transport: "streamable-http",
+  inputSchema,
+  example: exampleInput,
+  output: discoveryOutput
+}).bazaar
+
+/** The price challenge of the tool: the REST challenge's terms for the MCP endpoint and the tool's discovery metadata. */
+export const toolChallenge = (mcpUrl: string) => {
+  const resource = resourceInfo(
+    mcpUrl,
+    `MCP tool ${TOOL_NAME}: nutrition estimate (calories, protein, carbohydrate, fat) of one food photo; paid only when the analysis succeeds`
+  )
+  return (challenge: X402PaymentRequired) => retarget(challenge, resource, mcpDiscovery)
 }
-
-const inputSchema = jsonSchemaOf(ToolInput, true)
-const outputSchema = jsonSchemaOf(ToolOutput, false)
 
 export const toolDefinition = (publicBaseUrl: string): Tool => ({
   name: TOOL_NAME,
@@ -107,15 +110,15 @@ export const toolDefinition = (publicBaseUrl: string): Tool => ({
 const pathOf = (path: ReadonlyArray<PropertyKey>) => path.map((key) => (typeof key === "number" ? key : String(key)))
 
 /** Decodes the arguments with the REST schemas; a rejection carries the same code and message shape as REST's 400. */
-export const decodeInput = (args: unknown): Either.Either<ToolInput, InvalidRequest> =>
-  Either.mapLeft(Schema.decodeUnknownEither(ToolInput, { errors: "all" })(args ?? {}), (error) => {
-    const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({ path: pathOf(issue.path), message: issue.message }))
-    const first = issues[0]
-    const where = first && first.path.length > 0 ? `${first.path.join(".")}: ` : ""
-    return new InvalidRequest({
-      error: { code: "invalid_request", message: first ? `${where}${first.message}` : "invalid arguments", issues }
-    })
-  })
+export const decodeInput = (args: unknown): Either.Either<ToolInput, InvalidRequest> => {
+  if (valueNestsDeeperThan(args, MAX_JSON_DEPTH)) return Either.left(tooDeep("the arguments are"))
+  return Either.mapLeft(Schema.decodeUnknownEither(ToolInput, { errors: "all" })(args ?? {}), (error) =>
+    schemaRejection(
+      ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({ path: pathOf(issue.path), message: issue.message })),
+      "invalid arguments"
+    )
+  )
+}
 
 /** The PAYMENT-SIGNATURE header value of REST: standard base64 of the PaymentPayload's JSON. */
 export const paymentSignatureOf = (meta: Readonly<Record<string, unknown>> | undefined): Option.Option<string> =>
@@ -136,8 +139,6 @@ const decodeReceipt = (header: string): unknown => {
   }
 }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
 /** A success: the SPEC §2.2 object as structuredContent and as JSON text; an x402 receipt in `_meta`. */
 export const successResult = (served: Served): CallToolResult => {
   const result: AnalysisResult = served.result
@@ -149,15 +150,15 @@ export const successResult = (served: Served): CallToolResult => {
 }
 
 /** An error as a tool result with the REST error code; a price challenge as the x402 MCP transport's PaymentRequired. */
-export const errorResult = (failure: AnalyzeError): CallToolResult => {
-  if (failure._tag === "PaymentRequired" && isRecord(failure.payment_required)) {
+export const errorResult = (failure: AnalyzeError, forTool: (challenge: X402PaymentRequired) => X402PaymentRequired): CallToolResult => {
+  if (failure._tag === "PaymentRequired" && failure.payment_required !== undefined) {
     // x402 clients read the challenge from structuredContent (or the first text); the morsel code follows as a second text.
-    const challenge = failure.payment_required
+    const challenge = forTool(failure.payment_required)
     return { isError: true, content: [text(challenge), text({ error: failure.error })], structuredContent: challenge }
   }
   const pending = failure._tag === "ServiceUnavailable" ? Option.fromNullable(failure.payment_response) : Option.none()
   const retryAfter =
-    failure._tag === "TooManyRequests" || failure._tag === "ServiceUnavailable" ? Option.some(retryAfterSeconds(failure)) : Option.none()
+    failure._tag === "TooManyRequests" || failure._tag === "ServiceUnavailable" ? Option.fromNullable(retryAfterSeconds(failure)) : Option.none()
   const body = {
     error: failure.error,
     ...Option.match(pending, { onNone: () => ({}), onSome: (receipt) => ({ payment_response: receipt }) }),

@@ -1,11 +1,20 @@
 /** The x402 v2 wire artifacts of morsel: the price challenge, the decoded payment and its receipt. */
-import type { Network, PaymentPayload, PaymentRequired as X402PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types"
+import type {
+  Network,
+  PaymentPayload,
+  PaymentRequired as X402PaymentRequired,
+  PaymentRequirements,
+  ResourceInfo,
+  SettleResponse
+} from "@x402/core/types"
+import { bazaarResourceServerExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar"
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http"
 import { parsePaymentPayload } from "@x402/core/schemas"
 import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Option } from "effect"
 import { type Address, getAddress, type Hex, hashTypedData, isAddress, isHex, recoverTypedDataAddress } from "viem"
 import { PaymentRequired } from "../domain/errors.ts"
+import { AnalyzeRequest, analysisResultExample, analyzeRequestExample, jsonSchemaOf } from "../domain/schemas.ts"
 
 export const X402_VERSION = 2
 export const NETWORK = "eip155:8453"
@@ -39,15 +48,52 @@ export const requirements = (terms: Terms): PaymentRequirements => ({
   extra: { ...TOKEN_DOMAIN }
 })
 
+/** What x402 discovery services (the Bazaar) show of the resource; the URL and description name the interface. */
+export const resourceInfo = (url: string, description: string): ResourceInfo => ({
+  url,
+  description,
+  mimeType: "application/json",
+  serviceName: "morsel",
+  tags: ["nutrition", "food", "calories", "vision"]
+})
+
+/**
+ * An example analysis result for discovery metadata, without its JSON Schema: the official client echoes the
+ * extensions in PAYMENT-SIGNATURE, and request headers must stay well under the servers' 16 KB limit.
+ */
+export const discoveryOutput = { example: analysisResultExample }
+
+/**
+ * Discovery metadata of POST /v1/analyze (x402 Bazaar extension), built by the official package: a JSON body
+ * with its schema and an example, and an example result. The method is added by the package's own server-side
+ * enrichment, as the reference sellers do for each request.
+ */
+const httpDiscovery: unknown = (() => {
+  const { bazaar } = declareDiscoveryExtension({
+    bodyType: "json",
+    input: { ...analyzeRequestExample },
+    inputSchema: jsonSchemaOf(AnalyzeRequest, { inline: true }),
+    output: discoveryOutput
+  })
+  return bazaarResourceServerExtension.enrichDeclaration?.(bazaar, { method: "POST", adapter: { getPath: () => ANALYZE_PATH } }) ?? bazaar
+})()
+
 export const paymentRequired = (terms: Terms, error?: string): X402PaymentRequired => ({
   x402Version: X402_VERSION,
   ...(error ? { error } : {}),
-  resource: {
-    url: terms.publicBaseUrl + ANALYZE_PATH,
-    description: "One food-photo nutrition analysis; paid only when the analysis succeeds",
-    mimeType: "application/json"
-  },
-  accepts: [requirements(terms)]
+  resource: resourceInfo(
+    terms.publicBaseUrl + ANALYZE_PATH,
+    "Nutrition estimate (calories, protein, carbohydrate, fat) of one food photo; paid only when the analysis succeeds"
+  ),
+  accepts: [requirements(terms)],
+  extensions: { bazaar: httpDiscovery }
+})
+
+/** The same price for another interface to the analysis (the MCP tool): its own resource and discovery metadata. */
+export const retarget = (challenge: X402PaymentRequired, resource: ResourceInfo, bazaar: unknown): X402PaymentRequired => ({
+  ...challenge,
+  resource,
+  extensions: { ...challenge.extensions, bazaar }
 })
 
 const setHeader = (name: string, value: string) =>

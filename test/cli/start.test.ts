@@ -1,37 +1,15 @@
 // `npm start` on a fresh checkout: serves with no settings, and its embedded database survives a restart.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { newCreditKey } from "../../src/credits/keys.ts"
 import { type FakeStripe, startFakeStripe } from "../support/fakeStripe.ts"
 import { send } from "../support/http.ts"
-
-const root = join(import.meta.dirname, "../..")
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const address = probe.address()
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0))
-    })
-  })
-
-const waitForHealth = async (url: string, child: ChildProcess, output: () => string) => {
-  for (let i = 0; i < 900; i++) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${output()}`)
-    try {
-      const answer = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })
-      if (answer.ok) return answer
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`server did not answer /health: ${output()}`)
-}
+import { freePort, root, serveProcess } from "../support/process.ts"
 
 /** The banner follows the first answers by a moment: wait for a line of it. */
 const waitForOutput = async (output: () => string, text: string) => {
@@ -39,35 +17,13 @@ const waitForOutput = async (output: () => string, text: string) => {
   return output()
 }
 
-const stop = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once("exit", () => resolve())
-    child.kill("SIGTERM")
-  })
-
-/** Runs the built CLI like `npm start` does, with only the given settings. */
-const serve = async (env: Record<string, string>) => {
-  const port = await freePort()
-  let output = ""
-  const child = spawn(process.execPath, [join(root, "bin/morsel.js"), "serve"], {
-    cwd: root,
-    env: { PATH: process.env["PATH"] ?? "", PORT: String(port), ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  child.stdout?.on("data", (chunk) => (output += chunk))
-  child.stderr?.on("data", (chunk) => (output += chunk))
-  const url = `http://127.0.0.1:${port}`
-  await waitForHealth(url, child, () => output)
-  return { url, child, output: () => output }
-}
-
 describe("npm start", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "morsel-start-"))
   let stripe: FakeStripe
 
   beforeAll(async () => {
-    execFileSync("npm", ["run", "build"], { cwd: root, stdio: "ignore" })
+    // Asynchronously: a blocked worker misses its test runner's heartbeats on a busy machine.
+    await promisify(execFile)("npm", ["run", "build"], { cwd: root })
     stripe = await startFakeStripe()
   }, 120_000)
   afterAll(async () => {
@@ -76,7 +32,7 @@ describe("npm start", () => {
   })
 
   it("serves with no settings at all", async () => {
-    const server = await serve({ MORSEL_DATA_DIR: join(dataDir, "bare") })
+    const server = await serveProcess([], { MORSEL_DATA_DIR: join(dataDir, "bare") })
     try {
       const health = await send(`${server.url}/health`)
       expect(health.body).toMatchObject({ status: "ok", payment_network: "eip155:8453", x402_enabled: false, card_credits_enabled: false })
@@ -103,7 +59,7 @@ describe("npm start", () => {
         }
       })
     } finally {
-      await stop(server.child)
+      await server.stop()
     }
   }, 150_000)
 
@@ -133,7 +89,7 @@ describe("npm start", () => {
     const env = { MORSEL_DATA_DIR: join(dataDir, "shop"), ...stripe.env }
     const key = newCreditKey(true)
     const auth = { authorization: `Bearer ${key}` }
-    const first = await serve({ ...env, LOG_FORMAT: "pretty" })
+    const first = await serveProcess([], { ...env, LOG_FORMAT: "pretty" })
     try {
       // LOG_FORMAT=pretty: the banner in words, one part a line.
       await waitForOutput(first.output, "food records")
@@ -147,15 +103,15 @@ describe("npm start", () => {
       const confirm = await send(`${first.url}/v1/credits/confirm`, { body: { session_id: sessionId }, headers: auth })
       expect(confirm.body).toMatchObject({ credits_remaining: 500, blocked: false, test_mode: true })
     } finally {
-      await stop(first.child)
+      await first.stop()
     }
-    const second = await serve(env)
+    const second = await serveProcess([], env)
     try {
       const balance = await send(`${second.url}/v1/credits/balance`, { headers: auth })
       expect(balance.status).toBe(200)
       expect(balance.body).toMatchObject({ credits_remaining: 500, blocked: false, test_mode: true })
     } finally {
-      await stop(second.child)
+      await second.stop()
     }
   }, 240_000)
 })

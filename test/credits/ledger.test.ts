@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Option } from "effect"
 import { Ledger } from "../../src/credits/Ledger.ts"
+import { disputeCause, refundCause } from "../../src/credits/webhooks.ts"
 import { realPostgresUrl } from "../support/database.ts"
 import { auditLedger, creditsWithoutStripe, freshKey, seedOrder } from "./support.ts"
 
@@ -53,8 +54,9 @@ describe("credit ledger", () => {
         yield* ledger.grant(orderId, fingerprint)
         for (let i = 0; i < 3; i++) yield* Effect.flatMap(ledger.reserve(fingerprint, crypto.randomUUID()), (r) => ledger.consume(r.reservationId))
         const held = yield* ledger.reserve(fingerprint, crypto.randomUUID())
-        expect(yield* ledger.reverse(orderId, fingerprint, "refund")).toBe(true)
-        expect(yield* ledger.reverse(orderId, fingerprint, "refund")).toBe(false)
+        expect(yield* ledger.applyCause(orderId, fingerprint, refundCause("re_1", "succeeded"))).toBe("reversed")
+        expect(yield* ledger.applyCause(orderId, fingerprint, refundCause("re_1", "succeeded"))).toBe("unchanged")
+        expect(yield* ledger.applyCause(orderId, fingerprint, refundCause("re_1", "pending"))).toBe("unchanged")
         expect(yield* balance(fingerprint)).toMatchObject({ available: -4, reserved: 1, blocked: true })
         const refused = yield* Effect.either(ledger.reserve(fingerprint, crypto.randomUUID()))
         expect(Either.isLeft(refused) && refused.left._tag === "ReserveRefused" && refused.left.reason).toBe("key_paused")
@@ -71,9 +73,52 @@ describe("credit ledger", () => {
         const ledger = yield* Ledger
         const { fingerprint } = yield* freshKey
         const orderId = yield* seedOrder(fingerprint)
-        yield* ledger.reverse(orderId, fingerprint, "dispute")
+        yield* ledger.applyCause(orderId, fingerprint, disputeCause("dp_1", "needs_response"))
         expect(yield* ledger.grant(orderId, fingerprint)).toBe(false)
         expect(yield* balance(fingerprint)).toMatchObject({ available: 0, blocked: true })
+        expect(yield* auditLedger).toEqual([])
+      }))
+
+    it.effect("a failed refund undoes its reversal with a compensating entry; the pause lifts when nothing else holds it", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const sql = yield* SqlClient.SqlClient
+        const { fingerprint } = yield* freshKey
+        const first = yield* seedOrder(fingerprint)
+        yield* ledger.grant(first, fingerprint)
+        yield* Effect.flatMap(ledger.reserve(fingerprint, crypto.randomUUID()), (r) => ledger.consume(r.reservationId))
+        expect(yield* ledger.applyCause(first, fingerprint, refundCause("re_a", "pending"))).toBe("reversed")
+        expect(yield* balance(fingerprint)).toMatchObject({ available: -1, blocked: true })
+        expect(yield* ledger.applyCause(first, fingerprint, refundCause("re_a", "failed"))).toBe("restored")
+        expect(yield* balance(fingerprint)).toMatchObject({ available: 499, blocked: false })
+        // A late copy of the pending refund changes nothing: the failure is final.
+        expect(yield* ledger.applyCause(first, fingerprint, refundCause("re_a", "pending"))).toBe("unchanged")
+        expect(yield* ledger.applyCause(first, fingerprint, refundCause("re_a", "succeeded"))).toBe("unchanged")
+
+        // A second refund of the same order reverses it again (cycle 2); a dispute on another order holds the pause.
+        expect(yield* ledger.applyCause(first, fingerprint, refundCause("re_b", "succeeded"))).toBe("reversed")
+        const second = yield* seedOrder(fingerprint)
+        yield* ledger.grant(second, fingerprint)
+        expect(yield* ledger.applyCause(second, fingerprint, disputeCause("dp_x", "needs_response"))).toBe("reversed")
+        expect(yield* balance(fingerprint)).toMatchObject({ available: -1, blocked: true })
+        expect(yield* ledger.applyCause(first, fingerprint, refundCause("re_b", "canceled"))).toBe("restored")
+        expect(yield* balance(fingerprint)).toMatchObject({ available: 499, blocked: true })
+        expect(yield* ledger.applyCause(second, fingerprint, disputeCause("dp_x", "won"))).toBe("restored")
+        expect(yield* balance(fingerprint)).toMatchObject({ available: 999, blocked: false })
+        const cycles = yield* sql<{ kind: string; cycle: number }>`
+          SELECT kind, cycle FROM credit_entries WHERE order_id = ${first} AND kind IN ('reversal', 'restoration') ORDER BY entry_id`
+        expect(cycles).toEqual([
+          { kind: "reversal", cycle: 1 },
+          { kind: "restoration", cycle: 1 },
+          { kind: "reversal", cycle: 2 },
+          { kind: "restoration", cycle: 2 }
+        ])
+        // A lost dispute stays reversed; a duplicate entry for a cycle is refused by the database itself.
+        expect(yield* ledger.applyCause(second, fingerprint, disputeCause("dp_y", "lost"))).toBe("reversed")
+        const forged = yield* Effect.either(sql`
+          INSERT INTO credit_entries (fingerprint, kind, order_id, available_delta, reserved_delta, cycle, created_at)
+          VALUES (${fingerprint}, 'reversal', ${second}, -500, 0, 2, now())`)
+        expect(Either.isLeft(forged)).toBe(true)
         expect(yield* auditLedger).toEqual([])
       }))
 
@@ -155,7 +200,7 @@ describe.skipIf(!realPostgresUrl)("credit ledger on real PostgreSQL (concurrency
         expect(yield* auditLedger).toEqual([])
       }))
 
-    it.effect("concurrent grants and reversals of one order: one of each", () =>
+    it.effect("concurrent grants, reversals and restorations of one order: each transition once", () =>
       Effect.gen(function* () {
         const ledger = yield* Ledger
         const { fingerprint } = yield* freshKey
@@ -166,11 +211,31 @@ describe.skipIf(!realPostgresUrl)("credit ledger on real PostgreSQL (concurrency
         )
         expect(grants.filter(Boolean)).toHaveLength(1)
         const reversals = yield* Effect.all(
-          Array.from({ length: 10 }, () => ledger.reverse(orderId, fingerprint, "refund")),
+          Array.from({ length: 10 }, () => ledger.applyCause(orderId, fingerprint, refundCause("re_1", "pending"))),
           { concurrency: "unbounded" }
         )
-        expect(reversals.filter(Boolean)).toHaveLength(1)
+        expect(reversals.filter((o) => o === "reversed")).toHaveLength(1)
         expect(yield* balance(fingerprint)).toMatchObject({ available: 0, blocked: true })
+        // The refund fails while copies of its pending report are still arriving: restored exactly once.
+        const mixed = yield* Effect.all(
+          Array.from({ length: 12 }, (_, i) => ledger.applyCause(orderId, fingerprint, refundCause("re_1", i % 3 === 0 ? "failed" : "pending"))),
+          { concurrency: "unbounded" }
+        )
+        expect(mixed.filter((o) => o === "restored")).toHaveLength(1)
+        expect(mixed.filter((o) => o === "reversed")).toHaveLength(0)
+        expect(yield* balance(fingerprint)).toMatchObject({ available: 500, blocked: false })
+        // Two orders of one key restored at once: the pause is lifted (the account row serializes them).
+        const a = yield* seedOrder(fingerprint)
+        yield* ledger.grant(a, fingerprint)
+        const b = yield* seedOrder(fingerprint)
+        yield* ledger.grant(b, fingerprint)
+        yield* ledger.applyCause(a, fingerprint, disputeCause("dp_a", "needs_response"))
+        yield* ledger.applyCause(b, fingerprint, disputeCause("dp_b", "needs_response"))
+        yield* Effect.all(
+          [ledger.applyCause(a, fingerprint, disputeCause("dp_a", "won")), ledger.applyCause(b, fingerprint, disputeCause("dp_b", "won"))],
+          { concurrency: "unbounded" }
+        )
+        expect(yield* balance(fingerprint)).toMatchObject({ available: 1500, blocked: false })
         expect(yield* auditLedger).toEqual([])
       }))
   })

@@ -43,6 +43,8 @@ describe("credits: seeded randomized interleavings", () => {
         for (let i = 0; i < 3; i++) buyers.push({ ...(yield* freshKey), consumed: 0 })
         const sessions: Array<{ readonly buyer: Buyer; readonly sessionId: string }> = []
         const outbox: Array<Parameters<typeof fake.sendWebhook>[1]> = []
+        const refunds: Array<string> = []
+        const disputes: Array<string> = []
         const log: Array<string> = []
 
         for (let step = 0; step < STEPS; step++) {
@@ -90,10 +92,33 @@ describe("credits: seeded randomized interleavings", () => {
               expect([200, 401, 409]).toContain(answer.status)
             }
           } else if (roll < 0.6) {
+            // Refunds and disputes open, succeed, fail or close; their events join the outbox, delivered in any order.
             const s = pick(sessions.filter((x) => fake.session(x.sessionId).payment_status === "paid"))
-            if (s !== undefined) {
+            const kind = random()
+            if (s !== undefined && kind < 0.4) {
               log.push("refund")
-              outbox.push(random() < 0.5 ? fake.events.chargeRefunded(s.sessionId) : fake.events.disputeCreated(s.sessionId))
+              const refundId = fake.refund(s.sessionId, random() < 0.5 ? "succeeded" : "pending")
+              refunds.push(refundId)
+              outbox.push(fake.events.refundCreated(refundId), fake.events.chargeRefunded(s.sessionId))
+            } else if (s !== undefined && kind < 0.6) {
+              log.push("refund disputed")
+              const disputeId = fake.dispute(s.sessionId)
+              disputes.push(disputeId)
+              outbox.push(fake.events.disputeCreated(disputeId))
+            } else if (kind < 0.8) {
+              const refundId = pick(refunds.filter((id) => fake.refunds.get(id)?.status === "pending"))
+              if (refundId !== undefined) {
+                log.push("refund settles")
+                fake.updateRefund(refundId, pick(["succeeded", "failed", "canceled"] as const) ?? "failed")
+                outbox.push(fake.events.refundUpdated(refundId))
+              }
+            } else {
+              const disputeId = pick(disputes.filter((id) => fake.disputes.get(id)?.status === "needs_response"))
+              if (disputeId !== undefined) {
+                log.push("refund dispute closes")
+                fake.updateDispute(disputeId, random() < 0.5 ? "won" : "lost")
+                outbox.push(fake.events.disputeClosed(disputeId))
+              }
             }
           } else {
             const method = yield* Effect.either(funding.identify(`Bearer ${buyer.key}`))
@@ -131,17 +156,33 @@ describe("credits: seeded randomized interleavings", () => {
           })
         }
 
+        // Every event arrives at least once: then each order is reversed exactly when a refund of it still stands
+        // (pending or succeeded) or a dispute of it is open or lost.
+        for (const event of outbox) expect((yield* Effect.promise(() => fake.sendWebhook(`${url}/webhooks/stripe`, event))).status).toBe(200)
+        const orders = yield* sql<{ session_id: string | null; state: string }>`SELECT session_id, state FROM credit_orders`
+        for (const order of orders) {
+          const intent = order.session_id === null ? null : fake.session(order.session_id).payment_intent
+          const standing =
+            intent !== null &&
+            ([...fake.refunds.values()].some((r) => r.payment_intent === intent.id && (r.status === "pending" || r.status === "succeeded")) ||
+              [...fake.disputes.values()].some((d) => d.payment_intent === intent.id && d.status !== "won"))
+          expect({ order, reversed: order.state === "reversed" }).toEqual({ order, reversed: standing })
+        }
+        expect(yield* auditLedger).toEqual([])
+
         // Every grant belongs to a session the processor reports paid; the balance is exactly what the events imply.
         const granted = yield* sql<{ order_id: string; session_id: string | null }>`
           SELECT o.order_id, o.session_id FROM credit_orders o JOIN credit_entries e ON e.order_id = o.order_id AND e.kind = 'grant'`
         for (const row of granted) expect(row.session_id !== null && fake.session(row.session_id).payment_status).toBe("paid")
         for (const buyer of buyers) {
-          const [counts] = yield* sql<{ grants: number; reversals: number; available: number }>`
+          const [counts] = yield* sql<{ grants: number; reversals: number; restorations: number; available: number }>`
             SELECT
               (SELECT count(*)::int FROM credit_entries WHERE fingerprint = ${buyer.fingerprint} AND kind = 'grant') AS grants,
               (SELECT count(*)::int FROM credit_entries WHERE fingerprint = ${buyer.fingerprint} AND kind = 'reversal') AS reversals,
+              (SELECT count(*)::int FROM credit_entries WHERE fingerprint = ${buyer.fingerprint} AND kind = 'restoration') AS restorations,
               coalesce((SELECT available FROM credit_accounts WHERE fingerprint = ${buyer.fingerprint}), 0) AS available`
-          expect(counts?.available).toBe(500 * (counts?.grants ?? 0) - 500 * (counts?.reversals ?? 0) - buyer.consumed)
+          const packs = (counts?.grants ?? 0) - (counts?.reversals ?? 0) + (counts?.restorations ?? 0)
+          expect(counts?.available).toBe(500 * packs - buyer.consumed)
         }
         const kinds = new Set(log.map((l) => l.split(" ")[0]))
         expect([...kinds].sort()).toEqual(expect.arrayContaining(["analysis", "checkout", "confirm", "pay", "refund", "webhook"]))

@@ -3,9 +3,11 @@ import { createServer } from "node:http"
 import { HttpApi, HttpLayerRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
+import { Context, Effect, Either, Layer, Logger, LogLevel, Option, Redacted, TestClock } from "effect"
 import { AppConfig } from "../../src/config.ts"
+import { Checkout, type CheckoutResult } from "../../src/credits/Checkout.ts"
 import { CreditsApiLive, CreditsServicesLive } from "../../src/credits/layer.ts"
+import { Ledger } from "../../src/credits/Ledger.ts"
 import { KeyFingerprints, newCreditKey } from "../../src/credits/keys.ts"
 import { CreditsRoutes } from "../../src/credits/routes.ts"
 import { CreditsGroup } from "../../src/http/Api.ts"
@@ -44,6 +46,32 @@ export const creditsWithoutStripe = (env: Readonly<Record<string, string>> = {})
     Layer.orDie
   )
 
+export const sessionOf = (result: CheckoutResult) => {
+  if (result._tag !== "Session") throw new Error(`expected a session, got ${JSON.stringify(result)}`)
+  return result
+}
+
+/** The error code an effect fails with, or "succeeded". */
+export const errorCodeOf = <A, E extends { readonly error: { readonly code: string } }>(effect: Effect.Effect<A, E>) =>
+  Effect.map(Effect.either(effect), (r) => (Either.isLeft(r) ? r.left.error.code : "succeeded"))
+
+/** The state checkout-status answers for the order. */
+export const stateOf = (fingerprint: string, orderId: string) =>
+  Effect.flatMap(Checkout, (c) => c.status(fingerprint, orderId)).pipe(Effect.map((v) => v.state))
+
+/** The key's available credits (below zero after a reversal of spent credits). */
+export const available = (fingerprint: string) =>
+  Effect.flatMap(Ledger, (l) => l.account(fingerprint)).pipe(Effect.map((a) => Option.getOrThrow(a).available))
+
+/** Pins the test clock and the fake Stripe's clock to the same instant. */
+export const pinClocks = Effect.gen(function* () {
+  const fake = yield* Fake
+  const start = Date.now()
+  yield* TestClock.setTime(start)
+  fake.setNow(Math.floor(start / 1000))
+  return start
+})
+
 /** A fresh test-mode key and its fingerprint. */
 export const freshKey = Effect.gen(function* () {
   const keys = yield* KeyFingerprints
@@ -57,23 +85,33 @@ const CreditsOnlyApi = HttpApi.make("morsel").add(CreditsGroup)
 
 export class CreditsServer extends Context.Tag("test/CreditsServer")<CreditsServer, { readonly url: string }>() {}
 
-/** The credits HTTP surface (API group + webhook + return pages) on a random 127.0.0.1 port. */
-export const CreditsServerLive = Layer.scoped(
-  CreditsServer,
-  Effect.gen(function* () {
-    const routes = Layer.mergeAll(HttpLayerRouter.addHttpApi(CreditsOnlyApi).pipe(Layer.provide(CreditsApiLive)), CreditsRoutes)
-    const services = yield* Effect.context<Layer.Layer.Success<typeof CreditsServicesLive> | AppConfig | SqlClient.SqlClient>()
-    const app = HttpLayerRouter.serve(routes, { disableListenLog: true, disableLogger: true }).pipe(
-      Layer.provide(Layer.succeedContext(services)),
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }).pipe(Layer.orDie)),
-      Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
-    )
-    const context = yield* Layer.build(app)
-    const address = Context.get(context, HttpServer.HttpServer).address
-    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("not a TCP server")
-    return { url: `http://127.0.0.1:${address.port}` }
-  })
-)
+/** The credits HTTP surface (API group and webhook, plus `extra` routes) on a random 127.0.0.1 port. */
+export const creditsServerWith = <E, R>(extra: Layer.Layer<never, E, R>) =>
+  Layer.scoped(
+    CreditsServer,
+    Effect.gen(function* () {
+      const routes = Layer.mergeAll(
+        HttpLayerRouter.addHttpApi(CreditsOnlyApi).pipe(Layer.provide(CreditsApiLive)),
+        CreditsRoutes,
+        extra
+      )
+      const services = yield* Effect.context<
+        Exclude<R, HttpLayerRouter.HttpRouter> | Layer.Layer.Success<typeof CreditsServicesLive> | AppConfig | SqlClient.SqlClient
+      >()
+      const app = HttpLayerRouter.serve(routes, { disableListenLog: true, disableLogger: true }).pipe(
+        Layer.provide(Layer.succeedContext(services)),
+        Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }).pipe(Layer.orDie)),
+        Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)),
+        Layer.orDie
+      )
+      const context = yield* Layer.build(app)
+      const address = Context.get(context, HttpServer.HttpServer).address
+      if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("not a TCP server")
+      return { url: `http://127.0.0.1:${address.port}` }
+    })
+  )
+
+export const CreditsServerLive = creditsServerWith(Layer.empty)
 
 export interface Violation {
   readonly rule: string
@@ -129,12 +167,29 @@ export const auditLedger = Effect.gen(function* () {
       AND NOT EXISTS (SELECT 1 FROM credit_entries g WHERE g.order_id = e.order_id AND g.kind = 'grant')`
   )
   check(
+    "an order's reversals and restorations alternate, numbered 1, 2, …",
+    yield* sql`
+      SELECT order_id FROM credit_entries WHERE kind IN ('reversal', 'restoration') GROUP BY order_id
+      HAVING count(*) FILTER (WHERE kind = 'reversal') - count(*) FILTER (WHERE kind = 'restoration') NOT IN (0, 1)
+          OR max(cycle) FILTER (WHERE kind = 'reversal') <> count(*) FILTER (WHERE kind = 'reversal')
+          OR coalesce(max(cycle) FILTER (WHERE kind = 'restoration'), 0) <> count(*) FILTER (WHERE kind = 'restoration')`
+  )
+  check(
     "order state agrees with its entries",
     yield* sql`
       SELECT o.order_id, o.state FROM credit_orders o
-      WHERE (o.state = 'paid') <> (EXISTS (SELECT 1 FROM credit_entries g WHERE g.order_id = o.order_id AND g.kind = 'grant')
-                                   AND NOT EXISTS (SELECT 1 FROM credit_entries r WHERE r.order_id = o.order_id AND r.kind = 'reversal'))
-         OR (o.state = 'reversed') <> EXISTS (SELECT 1 FROM credit_entries r WHERE r.order_id = o.order_id AND r.kind = 'reversal')`
+      LEFT JOIN (SELECT order_id, count(*) FILTER (WHERE kind = 'grant') AS grants,
+                        count(*) FILTER (WHERE kind = 'reversal') - count(*) FILTER (WHERE kind = 'restoration') AS open
+                 FROM credit_entries WHERE order_id IS NOT NULL GROUP BY order_id) e USING (order_id)
+      WHERE (o.state = 'paid') <> (coalesce(e.grants, 0) = 1 AND coalesce(e.open, 0) = 0)
+         OR (o.state = 'reversed') <> (coalesce(e.open, 0) = 1)`
+  )
+  check(
+    "an order is reversed exactly while one of its refunds or disputes takes the money back",
+    yield* sql`
+      SELECT o.order_id, o.state FROM credit_orders o
+      WHERE EXISTS (SELECT 1 FROM credit_reversal_causes c WHERE c.order_id = o.order_id)
+        AND (o.state = 'reversed') <> EXISTS (SELECT 1 FROM credit_reversal_causes c WHERE c.order_id = o.order_id AND c.reverses)`
   )
   check(
     "a reversed order's key is blocked",

@@ -10,7 +10,12 @@ import { FDC_FIXTURE_DIR } from "./paths.ts"
 
 const quiet = { progress: () => {} }
 
-const query = (text: string, kcal: number): FoodQuery => ({ query: text, guessPer100g: { kcal, protein_g: 5, carbs_g: 20, fat_g: 5 } })
+/** A model's guess: energy and the three macros (protein, carbohydrate, fat), all of which a match must agree with. */
+const query = (text: string, kcal: number, [protein_g, carbs_g, fat_g]: readonly [number, number, number] = [5, 20, 5]): FoodQuery => ({
+  query: text,
+  guessPer100g: { kcal, protein_g, carbs_g, fat_g }
+})
+const RICE = [2.7, 28, 0.3] as const
 
 /** Lets the index's refresh fiber finish its database round trip (I/O, not time: the clock itself is the TestClock). */
 const settle = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
@@ -33,20 +38,20 @@ describe("FoodDbLive", () => {
       Effect.gen(function* () {
         const foods = Context.get(yield* Layer.build(makeFoodDbLive({ refresh: "30 seconds" })), FoodDb)
         expect(foods.matcherVersion).toMatch(/^usda-match-\d+$/)
-        expect(yield* foods.match(query("white rice", 140))).toEqual(Option.none())
+        expect(yield* foods.match(query("white rice", 140, RICE))).toEqual(Option.none())
 
         yield* importFoods(FDC_FIXTURE_DIR, quiet)
         // Not before the refresh interval has passed on the clock...
-        expect(yield* foods.match(query("white rice", 140))).toEqual(Option.none())
+        expect(yield* foods.match(query("white rice", 140, RICE))).toEqual(Option.none())
         yield* TestClock.adjust("30 seconds")
-        const rice = yield* until(foods.match(query("white rice", 140)), Option.isSome)
+        const rice = yield* until(foods.match(query("white rice", 140, RICE)), Option.isSome)
         expect(Option.map(rice, (m) => [m.fdcId, m.name, m.per100g.kcal])).toEqual(
           Option.some(["169756", "Rice, white, long-grain, regular, enriched, cooked", 130])
         )
         // Foundation hummus carries Atwater energy only; the match reports it.
-        expect(Option.map(yield* foods.match(query("hummus", 200)), (m) => m.per100g.kcal)).toEqual(Option.some(229))
+        expect(Option.map(yield* foods.match(query("hummus", 200, [7, 15, 16])), (m) => m.per100g.kcal)).toEqual(Option.some(229))
         // The guess disagrees with every candidate: no match, the item stays `ai`.
-        expect(yield* foods.match(query("white rice", 900))).toEqual(Option.none())
+        expect(yield* foods.match(query("white rice", 900, RICE))).toEqual(Option.none())
       }))
   })
 
@@ -65,12 +70,12 @@ describe("FoodDbLive", () => {
         const foods = Context.get(yield* Layer.build(layer), FoodDb)
         expect(foods.matcherVersion).toMatch(/\+fdc-api$/)
 
-        const tikka = yield* foods.match(query("chicken tikka masala", 160))
+        const tikka = yield* foods.match(query("chicken tikka masala", 160, [12, 7, 8]))
         expect(Option.map(tikka, (m) => [m.fdcId, m.name, m.per100g])).toEqual(
           Option.some(["2706370", "Chicken tikka masala", { kcal: 148, protein_g: 12.1, carbs_g: 6.2, fat_g: 8.3 }])
         )
         // The same query again comes from the database cache, not the API.
-        expect(fdcIdOf(yield* foods.match(query("Chicken tikka  masala", 160)))).toEqual(Option.some("2706370"))
+        expect(fdcIdOf(yield* foods.match(query("Chicken tikka  masala", 160, [12, 7, 8])))).toEqual(Option.some("2706370"))
         expect(fake.queries).toEqual(["chicken tikka masala"])
         const sql = yield* SqlClient.SqlClient
         // Every hit of the search is cached (the fake also finds "Pad thai with chicken" for "chicken").

@@ -1,21 +1,24 @@
 // The tool interface at /mcp paid per call with x402 (v2 MCP transport) on the memory chain: the official MCP and x402 clients.
 import { describe, expect, layer } from "@effect/vitest"
+import { decodePaymentRequiredHeader } from "@x402/core/http"
 import type { PaymentRequired as X402PaymentRequired } from "@x402/core/types"
-import { Context, Effect, Layer } from "effect"
+import { validateDiscoveryExtensionSpec } from "@x402/extensions/bazaar"
+import { Context, Effect, Either, Layer, Schema } from "effect"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
 import { Limits } from "../../src/limits/Limits.ts"
+import { AnalysisResult, AnalyzeRequest } from "../../src/domain/schemas.ts"
 import { FundingLive } from "../../src/server.ts"
 import { memorySeam, type PaymentChain, TestChain } from "../support/memoryChain.ts"
 import { type FakeOpenAI, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import type { FakeStripe } from "../support/fakeStripe.ts"
-import { isRecord } from "../support/http.ts"
+import { isRecord, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
 import { x402Env } from "../x402/layer.ts"
 import { challengeOf, signPayment, withBrokenSignature } from "../x402/payer.ts"
-import { analyzeFood, balanceOf, connect, fakeStripe, firstText, keyWith, toolErrorCode } from "../support/clients.ts"
+import { analyzeFood, balanceOf, connect, fakeStripe, firstText, jsonSchemaValidator, keyWith, rest, toolErrorCode } from "../support/clients.ts"
 
 const PRICE = 10_000n
 
@@ -171,6 +174,88 @@ describe("MCP tool interface paid with x402", () => {
         const transaction = isRecord(receipt) ? receipt["transaction"] : undefined
         expect(yield* transfersFrom(2)).toEqual([{ transactionHash: transaction, value: PRICE }])
         expect(model.requests.length - before).toBe(1)
+      }))
+
+    it.scoped("handshake on protocol 2025-11-25 with instructions on paying, ping, and the tool's annotations", () =>
+      Effect.gen(function* () {
+        const { url } = yield* Service
+        const initialize = yield* Effect.promise(() =>
+          send(`${url}/mcp`, {
+            headers: { accept: "application/json, text/event-stream" },
+            body: {
+              jsonrpc: "2.0",
+              id: 1,
+              method: "initialize",
+              params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+            }
+          })
+        )
+        expect(initialize.status).toBe(200)
+        expect(initialize.body).toMatchObject({
+          jsonrpc: "2.0",
+          id: 1,
+          result: { protocolVersion: "2025-11-25", serverInfo: { name: "morsel" }, capabilities: { tools: {} } }
+        })
+
+        const mcp = yield* anonymous
+        expect(yield* Effect.promise(() => mcp.ping())).toEqual({})
+        const instructions = mcp.getInstructions() ?? ""
+        for (const fact of ["0.01 USDC", "one prepaid credit", "Authorization: Bearer", 'params._meta["x402/payment"]', "cost nothing", "500 for USD 5.00"]) {
+          expect(instructions).toContain(fact)
+        }
+        const { tools } = yield* Effect.promise(() => mcp.listTools())
+        expect(tools[0]).toMatchObject({
+          name: "analyze_food",
+          title: "Analyze a food photo",
+          annotations: { title: "Analyze a food photo", readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true }
+        })
+      }))
+
+    it.scoped("discovery: both challenges carry Bazaar metadata whose info follows its schema, with examples that follow ours", () =>
+      Effect.gen(function* () {
+        const { url } = yield* Service
+        const validator = jsonSchemaValidator()
+        const bazaarOf = (challenge: X402PaymentRequired) => {
+          const bazaar = challenge.extensions?.["bazaar"]
+          if (!isRecord(bazaar) || !isRecord(bazaar["info"]) || !isRecord(bazaar["schema"])) throw new Error("no bazaar extension")
+          const validate = validator.compile(bazaar["schema"])
+          expect(validate(bazaar["info"]), JSON.stringify(validate.errors)).toBe(true)
+          // The protocol-level rules a facilitator applies before cataloguing.
+          expect(validateDiscoveryExtensionSpec(bazaar)).toEqual({ valid: true })
+          return { info: bazaar["info"], schema: bazaar["schema"] }
+        }
+        const outputExample = (info: Record<string, unknown>) => (isRecord(info["output"]) ? info["output"]["example"] : undefined)
+
+        // REST: the header a client decodes, the same object in the body.
+        const unpaid = yield* rest(url, "/v1/analyze", undefined, image, { "idempotency-key": "mcp-x402-bazaar-00001" })
+        expect(unpaid.status).toBe(402)
+        const header = unpaid.headers.get("payment-required")
+        if (header === null) throw new Error("no PAYMENT-REQUIRED header")
+        const fromHeader = decodePaymentRequiredHeader(header)
+        expect(isRecord(unpaid.body) && unpaid.body["payment_required"]).toEqual(fromHeader)
+        expect(fromHeader.resource).toMatchObject({
+          url: "https://morsel.example/v1/analyze",
+          description: expect.stringContaining("food photo"),
+          mimeType: "application/json"
+        })
+        const http = bazaarOf(fromHeader)
+        expect(http.info["input"]).toMatchObject({ type: "http", method: "POST", bodyType: "json", body: { mime_type: "image/jpeg" } })
+        const body = isRecord(http.info["input"]) ? http.info["input"]["body"] : undefined
+        expect(Either.isRight(Schema.decodeUnknownEither(AnalyzeRequest)(body))).toBe(true)
+        expect(Either.isRight(Schema.decodeUnknownEither(AnalysisResult)(outputExample(http.info)))).toBe(true)
+
+        // MCP: the tool, its listed input schema, and an example result that the tool's output schema accepts.
+        const mcp = yield* anonymous
+        const { tools } = yield* Effect.promise(() => mcp.listTools())
+        const tool = tools[0]!
+        const challenge = yield* challengeFor("mcp-x402-bazaar-00002")
+        expect(challenge.accepts).toEqual(fromHeader.accepts)
+        expect(challenge.resource).toMatchObject({ url: "https://morsel.example/mcp", description: expect.stringContaining("analyze_food"), mimeType: "application/json" })
+        const tooling = bazaarOf(challenge)
+        expect(tooling.info["input"]).toMatchObject({ type: "mcp", toolName: "analyze_food", transport: "streamable-http", inputSchema: tool.inputSchema })
+        const example = isRecord(tooling.info["input"]) ? tooling.info["input"]["example"] : undefined
+        expect(validator.compile(tool.inputSchema)(example)).toBe(true)
+        expect(validator.compile(tool.outputSchema ?? {})(outputExample(tooling.info))).toBe(true)
       }))
   })
 })

@@ -13,21 +13,21 @@ import { startServer } from "../support/server.ts"
 const noFoods = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone })
 const image = await makeImage(64, 48, "png")
 
-/** A vision model that reads the meal, except when asked for a photo named "broken". */
+/** A vision model that reads the meal in English and gives a broken answer in Lithuanian. */
 const vision = Layer.succeed(VisionModel, {
   model: "scripted",
   analyze: (input) =>
-    input.image.length === 0
+    input.language === "lt"
       ? Effect.fail(new VisionFailure({ reason: "invalid_answer", message: "unreadable" }))
       : Effect.succeed(chickenRice)
 })
 
 const dependencies = Layer.mergeAll(vision, noFoods, fundingMemory({ alice: 5 }), Limits.unlimited)
 
-const analyze = (url: string, key: string) =>
+const analyze = (url: string, key: string, language: "en" | "lt" = "en") =>
   send(`${url}/v1/analyze`, {
     headers: { "idempotency-key": key, authorization: "Bearer memory_alice" },
-    body: { image_base64: image.base64, mime_type: image.mime }
+    body: { image_base64: image.base64, mime_type: image.mime, language }
   })
 
 /** One sample's value in a Prometheus text page, or undefined. */
@@ -41,7 +41,7 @@ describe("metrics", () => {
     Effect.gen(function* () {
       const { url } = yield* startServer({ dependencies })
       expect((yield* Effect.promise(() => send(`${url}/metrics`))).status).toBe(404)
-    }))
+    }), 120_000)
 
   it.scoped("METRICS=on: Prometheus text whose counters move with requests and analyses", () =>
     Effect.gen(function* () {
@@ -54,19 +54,23 @@ describe("metrics", () => {
       expect(before.text).toContain("# TYPE morsel_x402_pending gauge")
       const consumedBefore = sample(before.text, "morsel_credits_consumed_total") ?? 0
       const successBefore = sample(before.text, 'morsel_analyses_total{outcome="success"}') ?? 0
+      const failedBefore = sample(before.text, 'morsel_analyses_total{outcome="analysis_failed"}') ?? 0
 
       expect((yield* Effect.promise(() => analyze(url, "metrics-test-key-0001"))).status).toBe(200)
+      expect((yield* Effect.promise(() => analyze(url, "metrics-test-key-0002", "lt"))).status).toBe(502)
       expect((yield* Effect.promise(() => send(`${url}/health`))).status).toBe(200)
 
       const after = (yield* scrape).text
       expect(sample(after, "morsel_credits_consumed_total")).toBe(consumedBefore + 1)
       expect(sample(after, 'morsel_analyses_total{outcome="success"}')).toBe(successBefore + 1)
+      expect(sample(after, 'morsel_analyses_total{outcome="analysis_failed"}')).toBe(failedBefore + 1)
+      expect(sample(after, 'morsel_http_requests_total{route="/v1/analyze",status="502"}')).toBeGreaterThanOrEqual(1)
       expect(sample(after, 'morsel_http_requests_total{route="/v1/analyze",status="200"}')).toBeGreaterThanOrEqual(1)
       expect(sample(after, 'morsel_http_requests_total{route="/health",status="200"}')).toBeGreaterThanOrEqual(1)
       expect(sample(after, "morsel_x402_pending")).toBe(0)
       expect(sample(after, 'morsel_analysis_duration_seconds_bucket{le="+Inf"}')).toBe(sample(after, "morsel_analysis_duration_seconds_count"))
-      expect(sample(after, "morsel_analysis_duration_seconds_count")).toBeGreaterThanOrEqual(1)
-    }))
+      expect(sample(after, "morsel_analysis_duration_seconds_count")).toBeGreaterThanOrEqual(2)
+    }), 120_000)
 })
 
 /** A local OTLP/HTTP receiver: keeps the JSON bodies posted to /v1/traces. */
@@ -121,5 +125,5 @@ describe("traces", () => {
       expect(auth?.value).toEqual({ stringValue: "<redacted>" })
       expect(JSON.stringify(spans)).not.toContain("memory_alice")
       expect(JSON.stringify(spans)).not.toContain("c2VjcmV0LXNpZ25hdHVyZQ")
-    }))
+    }), 120_000)
 })

@@ -2,6 +2,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
 import { Effect } from "effect"
 import { newCreditKey } from "../../src/credits/keys.ts"
 import { type FakeStripe, startFakeStripe } from "./fakeStripe.ts"
@@ -22,11 +23,35 @@ export const connect = (url: string, headers: Record<string, string> = {}) =>
     (client) => Effect.promise(() => client.close())
   )
 
-/** `tools/call analyze_food`, with an optional `_meta` (the x402 payment). */
+/** A JSON Schema 2020-12 validator (MCP's dialect), strict about keywords and types; formats are not the subject here. */
+export const jsonSchemaValidator = () => new Ajv2020({ allErrors: true, strict: true, validateFormats: false })
+
+const outputValidators = new WeakMap<Client, ValidateFunction>()
+
+/** The validator of the output schema the server lists for analyze_food, compiled once per connection. */
+const outputValidator = async (client: Client) => {
+  const known = outputValidators.get(client)
+  if (known) return known
+  const { tools } = await client.listTools()
+  const schema = tools.find((tool) => tool.name === "analyze_food")?.outputSchema
+  if (!schema) throw new Error("analyze_food declares no output schema")
+  const validate = jsonSchemaValidator().compile(schema)
+  outputValidators.set(client, validate)
+  return validate
+}
+
+/**
+ * `tools/call analyze_food`, with an optional `_meta` (the x402 payment). Every result, success or error, is
+ * checked against the tool's declared output schema, so each test of a result shape is a conformance test too.
+ */
 export const analyzeFood = (client: Client, args: Record<string, unknown>, meta?: Record<string, unknown>) =>
   Effect.promise(async () => {
-    const result = await client.callTool({ name: "analyze_food", arguments: args, ...(meta ? { _meta: meta } : {}) })
-    return result as CallToolResult
+    const result = (await client.callTool({ name: "analyze_food", arguments: args, ...(meta ? { _meta: meta } : {}) })) as CallToolResult
+    const validate = await outputValidator(client)
+    if (!validate(result.structuredContent)) {
+      throw new Error(`structuredContent does not follow the output schema: ${JSON.stringify(validate.errors)}`)
+    }
+    return result
   })
 
 /** `structuredContent.error.code` of a tool error. */

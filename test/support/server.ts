@@ -7,7 +7,7 @@ import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../src/config.ts"
 import { LoggingLive } from "../../src/logging.ts"
-import { type Dependencies, type FeatureServices, serveWith } from "../../src/server.ts"
+import { type Dependencies, type FeatureOutput, serveWith } from "../../src/server.ts"
 import type { PaymentStore } from "../../src/x402/PaymentStore.ts"
 import type { ChainServices } from "../../src/x402/X402Funding.ts"
 import { TestDatabase } from "./database.ts"
@@ -30,7 +30,7 @@ export const startServer = (options: {
   readonly dependencies: Layer.Layer<
     Dependencies,
     unknown,
-    AppConfig | SqlClient.SqlClient | PgClient.PgClient | Layer.Layer.Success<typeof FeatureServices>
+    AppConfig | SqlClient.SqlClient | PgClient.PgClient | FeatureOutput
   >
   /** The x402 chain seam, e.g. ChainMemory on the test's MemoryChain; default: the one the settings choose. */
   readonly chain?: Layer.Layer<ChainServices, never, AppConfig | PaymentStore>
@@ -39,9 +39,17 @@ export const startServer = (options: {
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const config = AppConfig.fromEnv({ ...baseEnv, ...options.env }).pipe(Layer.orDie)
-    const app = serveWith(options.dependencies, options.chain).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })),
-      Layer.provide(options.database ?? TestDatabase),
+    // One layer for all four dependencies: it is built once, whichever part asks for it.
+    const dependencies = options.dependencies
+    const app = serveWith({
+      vision: dependencies,
+      foods: dependencies,
+      limits: dependencies,
+      funding: dependencies,
+      ...(options.chain === undefined ? {} : { chain: options.chain }),
+      database: options.database ?? TestDatabase,
+      http: NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })
+    }).pipe(
       Layer.provide(LoggingLive),
       Layer.provide(config),
       Layer.orDie

@@ -110,7 +110,7 @@ for (const [name, chainLayer] of chains) {
 
       it.effect("an authorization not valid yet", () =>
         Effect.flatMap(payer(1), (account) =>
-          refused(signWindow(account, { validAfter: nowSeconds() + 3600n, validBefore: nowSeconds() + 7200n }), "invalid_exact_evm_payload_authorization_valid_after")
+          refused(signWindow(account, { validAfter: nowSeconds() + 300n, validBefore: nowSeconds() + 600n }), "invalid_exact_evm_payload_authorization_valid_after")
         ))
 
       it.effect("a wrong amount", () =>

@@ -277,8 +277,10 @@ async function analyze(event) {
     return
   }
   const body = analysisRequest()
-  const same = state.pending && JSON.stringify(state.pending.body) === JSON.stringify(body)
-  state.pending = same ? state.pending : { body, key: idempotencyKey() }
+  const scenario = state.health?.sandbox ? $("scenario").value : ""
+  // The same photo and choices again is the same request: it replays, and is never charged twice.
+  const same = state.pending && JSON.stringify(state.pending.body) === JSON.stringify(body) && state.pending.scenario === scenario
+  state.pending = same ? state.pending : { body, scenario, key: idempotencyKey() }
   await send(state.pending)
 }
 
@@ -288,8 +290,7 @@ async function send(request) {
   analyzeButton.disabled = true
   showMessage("Analysing the photo…")
   const headers = { "Idempotency-Key": request.key }
-  const scenario = $("scenario").value
-  if (state.health?.sandbox && scenario) headers["Sandbox-Scenario"] = scenario
+  if (request.scenario) headers["Sandbox-Scenario"] = request.scenario
   const reply = await call("POST", "/v1/analyze", { key: currentKey() || undefined, headers, body: request.body })
   analyzeButton.disabled = false
   if (reply.status === 200) {
@@ -360,7 +361,7 @@ function drawChart(totals) {
   const sum = parts.reduce((s, p) => s + p.kcal, 0)
   const svg = $("chart")
   const ns = "http://www.w3.org/2000/svg"
-  svg.replaceChildren()
+  for (const circle of svg.querySelectorAll("circle")) circle.remove()
   const ring = (color, dash, offset) => {
     const c = document.createElementNS(ns, "circle")
     for (const [k, v] of Object.entries({ cx: 21, cy: 21, r: 15.915, fill: "none", "stroke-width": 7, stroke: color, "stroke-dasharray": dash, "stroke-dashoffset": offset })) c.setAttribute(k, v)

@@ -1,0 +1,120 @@
+/**
+ * The sandbox: the whole service on in-memory substitutes of every outside dependency (scripted vision model,
+ * in-memory card processor with its own checkout page, memory chain with 100 USDC per wallet, in-memory
+ * database with a shipped USDA subset). Needs no setting and charges nothing real.
+ */
+import { createServerAnsweringUntilReady } from "../http/nodeServer.ts"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Console, Effect, Layer, Option } from "effect"
+import { VisionModelScripted } from "../analysis/VisionModelScripted.ts"
+import { AppConfig, type Settings } from "../config.ts"
+import { ProcessorMemory } from "../credits/ProcessorMemory.ts"
+import { SandboxCheckout, SandboxCheckoutRoutes } from "../credits/sandbox.ts"
+import * as Database from "../db/Database.ts"
+import { loadCommonFoods, storeFoods } from "../foods/commonFoods.ts"
+import { makeFoodDbLive } from "../foods/FoodDbLive.ts"
+import { loadRecords } from "../foods/repository.ts"
+import { LimitsLive } from "../limits/Limits.ts"
+import { FundingLive, serveWith } from "../server.ts"
+import { ChainMemory } from "../x402/ChainMemory.ts"
+import { MemoryChain } from "../x402/MemoryChain.ts"
+import { WalletsRoute } from "../x402/WalletsRoute.ts"
+import { SandboxMode } from "./mode.ts"
+import { SandboxMiddleware, Scenario, withScenarioLimits, withScenarioPayments, withScenarioVision } from "./scenario.ts"
+
+/** The sandbox's seller: x402 payments go to this address on the memory chain. */
+export const SANDBOX_PAY_TO = "0x5a4db0c55a4db0c55a4db0c55a4db0c55a4db0c5"
+
+/** What the sandbox reads from the environment: where it listens, how it logs, deadlines and limits. */
+const KEPT = /^(HOST|PORT|PUBLIC_BASE_URL|TRUSTED_ORIGINS|ADMIN_TOKEN|LOG_LEVEL|LOG_FORMAT|METRICS|OTEL_EXPORTER_OTLP_ENDPOINT|ANALYSIS_TIMEOUT_MS|X402_CONFIRM_TIMEOUT_MS|LIMIT_[A-Z_]+)$/
+
+const GENEROUS = "100000"
+
+/** Quick deadlines (the scripted model answers at once) and limits an integrator's test suite does not reach. */
+const DEFAULTS: Readonly<Record<string, string>> = {
+  LOG_FORMAT: "pretty",
+  ANALYSIS_TIMEOUT_MS: "3000",
+  X402_CONFIRM_TIMEOUT_MS: "1000",
+  LIMIT_GLOBAL_PER_DAY: GENEROUS,
+  LIMIT_GLOBAL_PER_HOUR: GENEROUS,
+  LIMIT_PAYER_PER_DAY: GENEROUS,
+  LIMIT_CONCURRENT: "50",
+  LIMIT_X402_PER_DAY: GENEROUS,
+  LIMIT_X402_PER_HOUR: GENEROUS,
+  LIMIT_X402_CONCURRENT: "50",
+  LIMIT_FAILURES_PER_DAY: GENEROUS
+}
+
+/** The sandbox's settings variables: the kept ones of `env` over the defaults; x402 pays the sandbox seller in Base USDC. */
+export const sandboxEnv = (env: Readonly<Record<string, string | undefined>>): Record<string, string> => {
+  const kept = Object.entries(env).filter((entry): entry is [string, string] => KEPT.test(entry[0]) && entry[1] !== undefined && entry[1] !== "")
+  return { ...DEFAULTS, ...Object.fromEntries(kept), MORSEL_DATA_DIR: "memory://", X402_PAY_TO: SANDBOX_PAY_TO }
+}
+
+/** The sandbox's settings: in test mode (keys `morsel_test_…`, sessions `cs_test_…`). */
+export const sandboxConfig = (env: Readonly<Record<string, string | undefined>>) =>
+  Layer.effect(
+    AppConfig,
+    Effect.map(AppConfig, (settings): Settings => ({ ...settings, testMode: true }))
+  ).pipe(Layer.provide(AppConfig.fromEnv(sandboxEnv(env))))
+
+/** Foods imported with `fooddb import` into an embedded database folder (read once; the folder must not be in use). */
+const importedFoods = (dataDir: string) =>
+  Effect.scoped(Effect.flatMap(Database.embedded(dataDir), (target) => loadRecords().pipe(Effect.provide(Database.layerFor(target)))))
+
+/** The sandbox's food database: the foods imported in `dataDir` when it holds some, else the shipped USDA subset. */
+const sandboxFoods = (dataDir: Option.Option<string>) =>
+  makeFoodDbLive().pipe(
+    Layer.provide(
+      Layer.effectDiscard(
+        Effect.gen(function* () {
+          const imported = Option.isSome(dataDir) ? yield* importedFoods(dataDir.value) : []
+          const stored = imported.length > 0 ? yield* storeFoods(imported, dataDir.pipe(Option.getOrElse(() => ""))) : yield* loadCommonFoods
+          yield* Effect.logInfo("sandbox foods loaded").pipe(Effect.annotateLogs({ foods: stored }))
+        })
+      )
+    )
+  )
+
+/** The sandbox's outside world, each part the in-memory substitute of a live one (the memory chain is shared by its users). */
+export const sandboxParts = (options: { readonly foodsFrom?: string } = {}) => {
+  const chain = MemoryChain.layer
+  return {
+    vision: withScenarioVision(VisionModelScripted),
+    foods: sandboxFoods(Option.fromNullable(options.foodsFrom)),
+    limits: withScenarioLimits(LimitsLive),
+    funding: withScenarioPayments(FundingLive).pipe(Layer.provide(chain)),
+    processor: ProcessorMemory,
+    chain: ChainMemory.pipe(Layer.provide(chain)),
+    database: Database.layer,
+    routes: Layer.mergeAll(SandboxMiddleware, SandboxCheckoutRoutes, WalletsRoute),
+    routeServices: Layer.merge(SandboxCheckout.Default.pipe(Layer.provideMerge(ProcessorMemory)), chain)
+  }
+}
+
+/** What the sandbox says at start: that it is the sandbox, and what it simulates. */
+export const banner = (settings: Settings, url: string, foodsFrom: Option.Option<string>) =>
+  [
+    `morsel SANDBOX on ${url}: every outside service is simulated and nothing is charged.`,
+    `  vision model  scripted: the same photo always gives the same meal ("model": "sandbox"), in en or lt`,
+    `  foods         ${Option.match(foodsFrom, { onNone: () => "a shipped subset of everyday USDA SR28 foods", onSome: (dir) => `the foods imported in ${dir} (else the shipped USDA subset)` })}`,
+    `  card credits  in-memory card processor: keys morsel_test_…, sessions cs_test_…, paid on ${url}/sandbox/checkout/{session_id}`,
+    `  x402          in-memory Base USDC (eip155:8453): every wallet starts with 100 USDC; balance at ${url}/sandbox/wallets/{address}`,
+    `  database      in memory: everything is gone when the sandbox stops`,
+    `  scenarios     header Sandbox-Scenario: ${Scenario.literals.join(" | ")}`,
+    `  timeouts      analysis ${settings.analysisTimeoutMs} ms, payment confirmation ${settings.x402.confirmTimeoutMs} ms`,
+    `Try it: npx morsel key new --test, then npx morsel credits buy --base-url ${url} --key <the key>`
+  ].join("\n")
+
+/** The sandbox server on HOST:PORT (settings from `env`, default the process environment), printing its banner once listening. */
+export const SandboxLive = (env: Readonly<Record<string, string | undefined>> = process.env, options: { readonly banner?: boolean } = {}) => {
+  const foodsFrom = Option.fromNullable(env["MORSEL_DATA_DIR"]).pipe(Option.filter((dir) => dir !== "" && dir !== "memory://"))
+  return Layer.unwrapEffect(
+    Effect.map(AppConfig, (settings) =>
+      serveWith({
+        ...sandboxParts(Option.isSome(foodsFrom) ? { foodsFrom: foodsFrom.value } : {}),
+        http: NodeHttpServer.layer(createServerAnsweringUntilReady, { host: settings.host, port: settings.port })
+      }).pipe(Layer.tap(() => (options.banner === false ? Effect.void : Console.log(banner(settings, settings.publicBaseUrl, foodsFrom)))))
+    )
+  ).pipe(Layer.provide(Layer.succeed(SandboxMode, true)), Layer.provide(sandboxConfig(env)))
+}

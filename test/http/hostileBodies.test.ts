@@ -1,0 +1,138 @@
+// Hostile request bodies: deep nesting and huge field values get a short 400 with a code, never an empty 500.
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
+import { FoodDb } from "../../src/foods/FoodDb.ts"
+import { MAX_JSON_DEPTH } from "../../src/http/transport.ts"
+import { Limits } from "../../src/limits/Limits.ts"
+import { type Answer, errorCode, send } from "../support/http.ts"
+import { makeImage } from "../support/images.ts"
+import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
+import { chickenRice } from "../support/meals.ts"
+import { Server, serverLayer, startServer } from "../support/server.ts"
+
+const ServerUnderTest = serverLayer({
+  dependencies: Layer.mergeAll(
+    VisionModelLive,
+    Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone }),
+    fundingMemory({ alice: 1 }),
+    Limits.unlimited
+  )
+})
+
+const post = (path: string, rawBody: string, headers: Record<string, string> = {}) =>
+  Effect.flatMap(Server, ({ url }) =>
+    Effect.promise(() =>
+      send(`${url}${path}`, {
+        rawBody,
+        headers: { "content-type": "application/json", "idempotency-key": "hostile-body-key-0001", authorization: "Bearer memory_alice", ...headers }
+      })
+    )
+  )
+
+const png = await makeImage(64, 48, "png")
+
+/** `levels` arrays inside each other around `inner`, e.g. 2 → `[[inner]]`. */
+const nestedArrays = (levels: number, inner = "1") => `${"[".repeat(levels)}${inner}${"]".repeat(levels)}`
+/** `levels` objects inside each other, e.g. 2 → `{"a":{"a":1}}`. */
+const nestedObjects = (levels: number) => `${'{"a":'.repeat(levels)}1${"}".repeat(levels)}`
+
+const expectInvalidRequest = (answer: Answer) => {
+  expect(answer.status, answer.text.slice(0, 300)).toBe(400)
+  expect(errorCode(answer)).toBe("invalid_request")
+}
+
+const ORDER = "5b0c7b8e-3f7a-4d8e-9a61-1f0b2c3d4e5f"
+
+/** Each documented JSON endpoint with a body whose field `field` holds `value` (raw JSON text). */
+const bodies = (value: string): ReadonlyArray<readonly [string, string]> => [
+  ["/v1/analyze", `{"image_base64":"${png.base64}","mime_type":"image/png","language":${value}}`],
+  ["/v1/analyze", `{"image_base64":${value},"mime_type":"image/png"}`],
+  ["/v1/credits/checkout", `{"order_id":"${ORDER}","context":${value}}`],
+  ["/v1/credits/checkout-status", `{"order_id":${value}}`],
+  ["/v1/credits/feedback", `{"request_id":"${ORDER}","category":"other","note":${value}}`]
+]
+
+describe("hostile bodies", () => {
+  it.layer(ServerUnderTest, { timeout: 60_000 })((it) => {
+    it.effect("5,000 levels of arrays or objects in any field: 400 invalid_request on every endpoint", () =>
+      Effect.gen(function* () {
+        for (const deep of [nestedArrays(5_000), nestedObjects(5_000)]) {
+          for (const [path, body] of bodies(deep)) {
+            const answer = yield* post(path, body)
+            expectInvalidRequest(answer)
+            expect(answer.text.length).toBeLessThan(2_000)
+          }
+        }
+        // The whole body nested, too.
+        expectInvalidRequest(yield* post("/v1/analyze", nestedArrays(100_000)))
+      }))
+
+    it.effect(`nesting up to ${MAX_JSON_DEPTH} levels is read as usual; one level more is refused before decoding`, () =>
+      Effect.gen(function* () {
+        // The body object is one level, so `language` may hold MAX_JSON_DEPTH - 1 levels.
+        const within = yield* post("/v1/analyze", bodies(nestedArrays(MAX_JSON_DEPTH - 1))[0]![1])
+        expectInvalidRequest(within)
+        expect((within.body as { error: { message: string } }).error.message).toMatch(/^language/)
+        const beyond = yield* post("/v1/analyze", bodies(nestedArrays(MAX_JSON_DEPTH))[0]![1])
+        expectInvalidRequest(beyond)
+        expect((beyond.body as { error: { message: string } }).error.message).toMatch(/nested/)
+        // Brackets inside strings are text, not nesting.
+        const text = yield* post("/v1/analyze", bodies(JSON.stringify("[".repeat(10_000)))[0]![1])
+        expectInvalidRequest(text)
+        expect((text.body as { error: { message: string } }).error.message).toMatch(/^language/)
+      }))
+
+    it.effect("the tool interface: deep or huge arguments are a short tool error, not a 500", () =>
+      Effect.gen(function* () {
+        for (const value of [nestedArrays(5_000), JSON.stringify("x".repeat(1_000_000))]) {
+          const call = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"analyze_food","arguments":{"idempotency_key":"hostile-body-key-0001","image_base64":"${png.base64}","mime_type":"image/png","language":${value}}}}`
+          const answer = yield* post("/mcp", call, { accept: "application/json, text/event-stream" })
+          expect(answer.status, answer.text.slice(0, 300)).toBe(200)
+          expect(answer.text).toContain("invalid_request")
+          expect(answer.text.length).toBeLessThan(4_000)
+        }
+      }))
+
+    it.effect("a 1 MB field value or key is not echoed back: the answer stays small", () =>
+      Effect.gen(function* () {
+        const key = yield* post("/v1/analyze", `{"image_base64":"${png.base64}","mime_type":"image/png",${JSON.stringify("k".repeat(1_000_000))}:1}`)
+        expectInvalidRequest(key)
+        expect(key.text.length).toBeLessThan(2_000)
+        const huge = JSON.stringify("x".repeat(1_000_000))
+        for (const [path, body] of bodies(huge)) {
+          const answer = yield* post(path, body)
+          // Refused (400, or 401 for a field the key check reaches first) with a short body.
+          expect([400, 401], answer.text.slice(0, 300)).toContain(answer.status)
+          expect(errorCode(answer)).toEqual(expect.any(String))
+          expect(answer.text.length, path).toBeLessThan(2_000)
+        }
+      }))
+  })
+
+  it.scoped("a defect inside the service is a JSON 500 with a code, and nothing is charged", () =>
+    Effect.gen(function* () {
+      const fake = yield* startFakeOpenAI()
+      fake.setFallback(Reply.answer(chickenRice))
+      const funding = yield* Layer.build(fundingMemory({ alice: 2 }))
+      // A food database that breaks in a way nobody planned for.
+      const broken = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.dieMessage("index corrupted") })
+      const { url } = yield* startServer({
+        env: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url },
+        dependencies: Layer.mergeAll(VisionModelLive, broken, Layer.succeedContext(funding), Limits.unlimited)
+      })
+      const answer = yield* Effect.promise(() =>
+        send(`${url}/v1/analyze`, {
+          body: { image_base64: png.base64, mime_type: png.mime },
+          headers: { "idempotency-key": "hostile-defect-key-0001", authorization: "Bearer memory_alice" }
+        })
+      )
+      expect(answer.status, answer.text).toBe(500)
+      expect(errorCode(answer)).toBe("internal_error")
+      expect(answer.text).not.toContain("index corrupted")
+      const ledger = Context.get(funding, FundingMemoryLedger)
+      expect(yield* ledger.balances).toEqual({ alice: 2 })
+      expect(yield* ledger.reserved).toBe(0)
+    }))
+})
