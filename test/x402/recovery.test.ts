@@ -11,7 +11,7 @@ import { PaymentResolutions, type ReconcilePass, X402Reconciler } from "../../sr
 import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
 import { decodeChallengeHeader, refusal, X402Test } from "./layer.ts"
-import { authorizationOf, header } from "./payer.ts"
+import { authorizationOf, header } from "../support/x402.ts"
 import { type RpcProxy, startRpcProxy } from "./rpcProxy.ts"
 import { transferCalldata } from "../../src/x402/Settlement.ts"
 import { chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"

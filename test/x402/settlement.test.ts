@@ -8,7 +8,7 @@ import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
 import { type FacilitatorMode, startFacilitator, type TestFacilitator } from "./facilitator.ts"
 import { challenge, decodeChallengeHeader, refusal, X402Test } from "./layer.ts"
-import { header, signPayment } from "./payer.ts"
+import { header, signPayment } from "../support/x402.ts"
 import { balance, chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
 
 const PRICE = 10_000n
