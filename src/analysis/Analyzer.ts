@@ -45,7 +45,7 @@ export const AnalyzerLive = Layer.effect(
           Effect.mapError((failure) =>
             failure.reason === "unavailable"
               ? rejected(
-                  new ServiceUnavailable({ error: { code: "model_unavailable", message: "the vision model is not configured or not reachable", request_id: input.requestId } }),
+                  new ServiceUnavailable({ error: { code: "model_unavailable", message: "the vision model is not configured on this server (its operator sets OPENAI_API_KEY); nothing was charged", request_id: input.requestId } }),
                   false
                 )
               : rejected(

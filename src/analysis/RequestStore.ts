@@ -121,14 +121,30 @@ export const RequestStoreLive = Layer.effect(
         }
       })
 
+    // A key names one input for good: even after a failed attempt, another input needs another key.
+    const latestFor = (input: ClaimInput) =>
+      Effect.map(
+        sql<Row>`
+          SELECT * FROM analysis_requests WHERE payer = ${input.payer} AND idempotency_key = ${input.idempotencyKey}
+          ORDER BY (status <> 'failed') DESC, created_at DESC LIMIT 1`,
+        (rows) => rows[0]
+      )
+
+    /**
+     * A live attempt (paid, pending, or running within its lease) is answered from one read: at most one live
+     * row exists per key, so there is no stale attempt of this key to abandon and nothing to insert.
+     */
+    const isLive = (row: Row, at: Date): boolean =>
+      row.status !== "failed" && (row.status !== "running" || row.lease_until.getTime() >= at.getTime())
+
     const claim = (input: ClaimInput) =>
       Effect.gen(function* () {
         const at = yield* now
+        const current = yield* latestFor(input)
+        if (current !== undefined && isLive(current, at)) return { claim: yield* classify(current, input.fingerprint, at), abandoned: [] }
         const abandoned = yield* abandonStaleAt(at, { payer: input.payer, idempotencyKey: input.idempotencyKey })
-        // A key names one input for good: even after a failed attempt, another input needs another key.
-        const [latest] = yield* sql<Row>`
-          SELECT * FROM analysis_requests WHERE payer = ${input.payer} AND idempotency_key = ${input.idempotencyKey}
-          ORDER BY (status <> 'failed') DESC, created_at DESC LIMIT 1`
+        // An expired attempt was just abandoned, here or by another instance: read the key again.
+        const latest = current?.status === "running" ? yield* latestFor(input) : current
         if (latest && latest.status !== "failed") return { claim: yield* classify(latest, input.fingerprint, at), abandoned }
         if (latest && latest.input_fingerprint !== input.fingerprint) {
           return { claim: { _tag: "Conflict", requestId: latest.request_id } as const, abandoned }

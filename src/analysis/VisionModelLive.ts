@@ -6,6 +6,11 @@ import sharp from "sharp"
 import { AppConfig } from "../config.ts"
 import { type ModelAnswer, ModelAnswerSchema, type VisionInput, VisionFailure, VisionModel } from "./VisionModel.ts"
 
+// Each photo is decoded once and never again: libvips' operation cache only holds memory, and one worker thread
+// per image keeps the peak of a few concurrent photos low (the service runs a handful of analyses at once).
+sharp.cache(false)
+sharp.concurrency(1)
+
 /** Longest image side the model receives; larger photos cost more tokens and time without better estimates. */
 export const MAX_MODEL_IMAGE_SIDE = 1024
 const JPEG_QUALITY = 85

@@ -31,11 +31,22 @@ const keyPaused = (requestId: string) =>
     }
   })
 
+/** How many known keys an instance remembers before it starts over. */
+const KNOWN_KEYS = 10_000
+
 export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credits/CreditFunding", {
   effect: Effect.gen(function* () {
     const keys = yield* KeyFingerprints
     const ledger = yield* Ledger
     const processor = yield* Processor
+
+    // An account, once opened, is never removed (paused keys are refused when they reserve): a key seen to exist
+    // needs no further read to be identified, so a replay with a known key touches the database once.
+    const known = new Set<string>()
+    const remember = (fingerprint: string) => {
+      if (known.size >= KNOWN_KEYS) known.clear()
+      known.add(fingerprint)
+    }
 
     const methodFor = (fingerprint: string): FundingMethod => ({
       payer: { kind: "credit", id: payerIdOf(fingerprint) },
@@ -87,8 +98,10 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
         if (!processor.enabled) return yield* Effect.fail(paymentsUnavailable())
         const fingerprint = Option.flatMap(bearerKey(authorization), keys.fingerprint)
         if (Option.isNone(fingerprint)) return yield* Effect.fail(invalidKey())
+        if (known.has(fingerprint.value)) return methodFor(fingerprint.value)
         const account = yield* ledger.account(fingerprint.value)
         if (Option.isNone(account)) return yield* Effect.fail(invalidKey())
+        remember(fingerprint.value)
         return methodFor(fingerprint.value)
       }).pipe(orStorageUnavailable)
 

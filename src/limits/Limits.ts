@@ -1,6 +1,6 @@
 /** Admission control for new analyses (SPEC §8): rolling windows and concurrency leases kept in PostgreSQL for every instance. */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Ref } from "effect"
 import type { Payer } from "../analysis/Funding.ts"
 import { AppConfig, type Limits as LimitSettings } from "../config.ts"
 import { ServiceUnavailable, TooManyRequests } from "../domain/errors.ts"
@@ -33,6 +33,8 @@ export class Limits extends Context.Tag("morsel/Limits")<
 }
 
 export const HOUR_MS = 3_600_000
+/** How long an instance reuses its last look at the limits for 402 challenges (admission itself never reuses it). */
+export const PEEK_REUSE_MS = 1_000
 export const DAY_MS = 24 * HOUR_MS
 
 /** The limits `limit_admission` names, with the answer each one gives. */
@@ -140,16 +142,29 @@ export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlCli
 
     const admit = (payer: Payer, requestId: string) =>
       Effect.gen(function* () {
+        // This instance's own admissions and releases show in its next challenge at once.
+        yield* forgetPeek
         const refused = yield* decide(requestId, payer, true)
         if (refused !== undefined) {
           yield* Effect.logInfo("new analysis refused by a limit", { code: refused.error.code, funding: payer.kind })
           return yield* refused
         }
-        return { release: release(requestId) } satisfies Admission
+        return { release: Effect.zipRight(release(requestId), forgetPeek) } satisfies Admission
       })
 
     // An unfunded request would be paid with x402 (a key holder sends the key): the service-wide and x402 limits apply.
-    const peek = Effect.flatMap(decide(null, undefined, false), (refused) => (refused === undefined ? Effect.void : Effect.fail(refused)))
+    // The answer is only advice (the paid retry is admitted atomically, and a refusal then charges nothing), so each
+    // instance reuses it for PEEK_REUSE_MS: a flood of unpaid requests costs one database read per instance per second.
+    const seen = yield* Ref.make<{ readonly atMs: number; readonly refused: TooManyRequests | undefined } | undefined>(undefined)
+    const forgetPeek = Ref.set(seen, undefined)
+    const peek = Effect.gen(function* () {
+      const nowMs = yield* Clock.currentTimeMillis
+      const last = yield* Ref.get(seen)
+      const fresh = last !== undefined && nowMs >= last.atMs && nowMs - last.atMs < PEEK_REUSE_MS
+      const refused = fresh ? last.refused : yield* decide(null, undefined, false)
+      if (!fresh) yield* Ref.set(seen, { atMs: nowMs, refused })
+      if (refused !== undefined) return yield* refused
+    })
 
     return Limits.of({ admit, peek })
   })

@@ -141,6 +141,9 @@ describe("POST /v1/analyze", () => {
       const answer = yield* analyze(body)
       expect(answer.status, answer.text).toBe(503)
       expect(errorCode(answer)).toBe("model_unavailable")
+      // Retrying cannot help until the operator sets the key: no Retry-After, and the setting is named.
+      expect(answer.headers.get("retry-after")).toBeNull()
+      expect(answer.text).toContain("OPENAI_API_KEY")
       expect(fake.requests).toHaveLength(0)
       yield* expectNothingConsumed(ledger)
     }))

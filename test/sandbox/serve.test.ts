@@ -1,9 +1,7 @@
 // `morsel serve --sandbox` as a user runs it (the built CLI, no settings), used with official clients only:
 // fetch, @x402/fetch with a fresh random wallet, and the MCP SDK client.
-import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { execFile } from "node:child_process"
 import { randomBytes, randomUUID } from "node:crypto"
-import { createServer } from "node:net"
-import { join } from "node:path"
 import { promisify } from "node:util"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -13,17 +11,9 @@ import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeImage } from "../support/images.ts"
+import { root, type Served, serveProcess } from "../support/process.ts"
 
-const root = join(import.meta.dirname, "../..")
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const address = probe.address()
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0))
-    })
-  })
 
 interface Reply {
   readonly status: number
@@ -46,9 +36,9 @@ const reply = async (response: Response): Promise<Reply> => {
 const errorCode = (r: Reply) => (r.body["error"] as { code?: string } | undefined)?.code
 
 describe("morsel serve --sandbox", () => {
-  let child: ChildProcess
-  let output = ""
+  let sandbox: Served
   let url = ""
+  const output = () => sandbox.output()
   let photo: { base64: string; mime: "image/jpeg" | "image/png" }
 
   const call = async (path: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) =>
@@ -89,34 +79,19 @@ describe("morsel serve --sandbox", () => {
     // Built without blocking the test worker (a blocked worker loses its link to the runner).
     await promisify(execFile)("npm", ["run", "build"], { cwd: root })
     photo = await makeImage(64, 48)
-    const port = await freePort()
-    url = `http://127.0.0.1:${port}`
-    child = spawn(process.execPath, [join(root, "bin/morsel.js"), "serve", "--sandbox"], {
-      cwd: root,
-      env: { PATH: process.env["PATH"] ?? "", PORT: String(port), METRICS: "on", LOG_FORMAT: "json" },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    child.stdout?.on("data", (chunk) => (output += chunk))
-    child.stderr?.on("data", (chunk) => (output += chunk))
-    for (let i = 0; i < 900; i++) {
-      if (child.exitCode !== null) throw new Error(`sandbox exited with ${child.exitCode}: ${output}`)
-      if (output.includes("morsel SANDBOX on")) return
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    throw new Error(`sandbox did not start: ${output}`)
+    sandbox = await serveProcess(["--sandbox"], { METRICS: "on", LOG_FORMAT: "json" })
+    url = sandbox.url
+    // The banner follows the first answers by a moment.
+    for (let i = 0; i < 300 && !output().includes("morsel SANDBOX on"); i++) await new Promise((resolve) => setTimeout(resolve, 100))
   }, 180_000)
 
   afterAll(async () => {
-    if (child?.exitCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve))
-      child.kill("SIGTERM")
-      await exited
-    }
+    await sandbox?.stop()
   })
 
   it("says in words and on every response that it is the sandbox", async () => {
-    expect(output).toContain("nothing is charged")
-    expect(output).toContain("Sandbox-Scenario")
+    expect(output()).toContain("nothing is charged")
+    expect(output()).toContain("Sandbox-Scenario")
     const health = await call("/health")
     expect(health.body).toMatchObject({ status: "ok", test_mode: true, sandbox: true, x402_enabled: true, card_credits_enabled: true })
     expect(health.headers.get("morsel-sandbox")).toBe("true")
@@ -241,7 +216,7 @@ describe("morsel serve --sandbox", () => {
     expect(sample("morsel_x402_pending")).toBe(0)
 
     // Every line logged about an analysis names it and how it is paid.
-    const finished = output
+    const finished = output()
       .split("\n")
       .filter((line) => line.includes('"analysis finished"'))
       .map((line) => JSON.parse(line) as { annotations: Record<string, unknown> })

@@ -1,0 +1,229 @@
+/**
+ * `npm run bench:service`: the service's own costs side by side with their baselines in one run — replays and
+ * GET /health against a bare `node:http` server, the 402 challenge against the x402 reference seller, analysis
+ * overhead and peak memory against a bare server that decodes and downscales the same photo, the matcher's cost
+ * per item through the API, and `npm start` to a healthy server. Embedded database by default, PostgreSQL with
+ * DATABASE_URL. Prints the ratios and writes them as JSON under bench/results/.
+ */
+import { spawn } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { PgClient } from "@effect/sql-pg"
+import { Reactivity } from "@effect/experimental"
+import { Effect, Redacted } from "effect"
+import { type Call, type Child, type LoadResult, cpuMs, freePort, load, median, peakRssMiB, send, sequential, startRole } from "./service/load.ts"
+import { BENCH_KEY, PAY_TO, photos, roles } from "./service/roles.ts"
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)))
+const databaseUrl = process.env["DATABASE_URL"]
+const ROUNDS = 3
+const SECONDS = 1.5
+const CONNECTIONS = 8
+const MAX_REQUESTS = 20_000
+
+const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a")
+
+/** CPU of the PostgreSQL backends serving the benchmark's database (local server only; 0 when unreadable). */
+const backendsCpu = async (): Promise<number> => {
+  if (databaseUrl === undefined) return 0
+  const pids = await Effect.runPromise(
+    Effect.scoped(
+      Effect.gen(function* () {
+        const sql = yield* PgClient.make({ url: Redacted.make(databaseUrl) })
+        return yield* sql<{ pid: number }>`
+          SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`
+      })
+    ).pipe(Effect.provide(Reactivity.layer), Effect.orElseSucceed(() => []))
+  )
+  let total = 0
+  for (const { pid } of pids) {
+    try {
+      total += cpuMs(pid)
+    } catch {
+      // a backend that ended meanwhile, or a server on another machine
+    }
+  }
+  return total
+}
+
+const analyzeCall = (image: Buffer, key: string, language: "en" | "lt" = "en"): Call => ({
+  method: "POST",
+  path: "/v1/analyze",
+  headers: { authorization: BENCH_KEY, "idempotency-key": key },
+  body: Buffer.from(JSON.stringify({ image_base64: image.toString("base64"), mime_type: "image/jpeg", language }))
+})
+
+/** Alternating rounds of the same load on a server and its baseline: medians of throughput and CPU per request. */
+const sideBySide = async (subject: Child, subjectCall: Call, baseline: Child, baselineCall: Call, withBackends: boolean) => {
+  const options = { connections: CONNECTIONS, seconds: SECONDS, maxRequests: MAX_REQUESTS }
+  const ours: Array<LoadResult> = []
+  const theirs: Array<LoadResult> = []
+  for (let round = 0; round < ROUNDS; round++) {
+    ours.push(await load(subject.port, subject.pid, subjectCall, withBackends ? { ...options, extraCpu: backendsCpu } : options))
+    theirs.push(await load(baseline.port, baseline.pid, baselineCall, options))
+  }
+  const summary = (results: typeof ours) => ({
+    perSecond: median(results.map((r) => r.perSecond)),
+    cpuMsPerRequest: median(results.map((r) => r.cpuMsPerRequest)),
+    statuses: results[0]?.statuses ?? {}
+  })
+  const a = summary(ours)
+  const b = summary(theirs)
+  return { subject: a, baseline: b, throughputRatio: a.perSecond / b.perSecond, cpuRatio: a.cpuMsPerRequest / b.cpuMsPerRequest }
+}
+
+/** `npm start` on a built tree until GET /health answers 200, in ms; the whole process group is stopped after. */
+const startOnce = async (dataDir: string): Promise<number> => {
+  const port = await freePort()
+  const started = performance.now()
+  const child = spawn("npm", ["start", "--silent"], {
+    cwd: root,
+    detached: true,
+    stdio: "ignore",
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", MORSEL_DATA_DIR: dataDir, LOG_LEVEL: "warning" }
+  })
+  try {
+    while (performance.now() - started < 90_000) {
+      const ok = await send(port, { method: "GET", path: "/health" }, undefined, 1000).then(
+        (r) => r.status === 200,
+        () => false
+      )
+      if (ok) return performance.now() - started
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    return Number.NaN
+  } finally {
+    if (child.pid !== undefined) process.kill(-child.pid, "SIGTERM")
+    await new Promise((resolve) => child.on("exit", resolve))
+  }
+}
+
+/** The first start creates the embedded database; the second is a restart, as a deployed server does it. */
+const startUp = async () => {
+  if (!existsSync(join(root, "dist"))) return { firstMs: Number.NaN, restartMs: Number.NaN }
+  const dataDir = mkdtempSync(join(tmpdir(), "morsel-bench-start-"))
+  try {
+    return { firstMs: await startOnce(dataDir), restartMs: await startOnce(dataDir) }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+const orchestrate = async () => {
+  const database = databaseUrl === undefined ? "embedded (PGlite)" : "PostgreSQL (DATABASE_URL)"
+  console.log(`service benchmark on ${database}; ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections, on 127.0.0.1`)
+  const dataDir = mkdtempSync(join(tmpdir(), "morsel-bench-"))
+  const limits = Object.fromEntries(
+    ["GLOBAL_PER_DAY", "GLOBAL_PER_HOUR", "PAYER_PER_DAY", "CONCURRENT", "X402_PER_DAY", "X402_PER_HOUR", "X402_CONCURRENT"].map((name) => [
+      `LIMIT_${name}`,
+      "1000000"
+    ])
+  )
+  const env = {
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warning",
+    MORSEL_DATA_DIR: dataDir,
+    X402_PAY_TO: PAY_TO,
+    X402_SETTLER_PRIVATE_KEY: `0x${"11".repeat(32)}`,
+    X402_RPC_URL: "http://127.0.0.1:9",
+    ...limits
+  }
+  const { large, small } = await photos()
+  const children: Array<Child> = []
+  try {
+    const bare = await startRole("bare")
+    children.push(bare)
+    const reference = await startRole("reference")
+    children.push(reference)
+    const morsel = await startRole("morsel", env)
+    children.push(morsel)
+    const run = `bench-${Date.now().toString(36)}`
+
+    // Peak memory first, on fresh processes: three concurrent ~2 MB photos.
+    const three = [0, 1, 2]
+    const analysed = await Promise.all(three.map((i) => send(morsel.port, analyzeCall(large, `${run}-rss-${i}`))))
+    if (analysed.some((reply) => reply.status !== 200)) throw new Error(`an analysis failed: ${analysed.map((r) => r.status)}`)
+    const bareDecode = (i: number): Call => ({ ...analyzeCall(large, `bare-${i}`), path: "/v1/analyze?decode" })
+    await Promise.all(three.map((i) => send(bare.port, bareDecode(i))))
+    const rss = { subject: peakRssMiB(morsel.pid), baseline: peakRssMiB(bare.pid) }
+
+    // Analysis overhead at c = 1: the large photo, fresh keys, alternating servers.
+    const overheadSubject: Array<number> = []
+    const overheadBaseline: Array<number> = []
+    for (let round = 0; round < 4; round++) {
+      overheadSubject.push(...(await sequential(morsel.port, 2, (i) => analyzeCall(large, `${run}-big-${round}-${i}`))))
+      overheadBaseline.push(...(await sequential(bare.port, 2, bareDecode)))
+    }
+    const overhead = { subjectMs: median(overheadSubject), baselineMs: median(overheadBaseline) }
+
+    // The matcher through the API: twenty components against one, on the small photo.
+    const one: Array<number> = []
+    const twenty: Array<number> = []
+    for (let round = 0; round < 5; round++) {
+      one.push(...(await sequential(morsel.port, 3, (i) => analyzeCall(small, `${run}-one-${round}-${i}`, "en"))))
+      twenty.push(...(await sequential(morsel.port, 3, (i) => analyzeCall(small, `${run}-twenty-${round}-${i}`, "lt"))))
+    }
+    const matcherMsPerItem = (median(twenty) - median(one)) / 19
+
+    // A completed request replayed, against a bare server answering the same bytes.
+    const replayCall = analyzeCall(small, `${run}-replay`)
+    const first = await send(morsel.port, replayCall)
+    if (first.status !== 200) throw new Error(`the replayed request failed: ${first.status} ${first.body.toString("utf8")}`)
+    await send(bare.port, { method: "POST", path: "/set", body: first.body })
+    const replay = await sideBySide(morsel, replayCall, bare, replayCall, true)
+
+    // The 402 challenge of an unfunded request, against the x402 reference seller.
+    const unfunded: Call = { ...replayCall, headers: { "idempotency-key": `${run}-unpaid` } }
+    const challenge = await sideBySide(morsel, unfunded, reference, unfunded, true)
+
+    const health = await sideBySide(morsel, { method: "GET", path: "/health" }, bare, { method: "GET", path: "/health" }, false)
+
+    for (const child of children.splice(0)) await child.stop()
+    const start = await startUp()
+
+    const rows = [
+      { figure: "replay throughput vs bare node:http", value: replay.throughputRatio, goal: ">= 0.1" },
+      { figure: "402 challenge throughput vs x402 reference seller", value: challenge.throughputRatio, goal: ">= 1.0" },
+      { figure: "analysis overhead vs bare server that downscales (c = 1)", value: overhead.subjectMs / overhead.baselineMs, goal: "<= 1.3" },
+      { figure: "peak RSS vs bare server decoding the same 3 photos", value: rss.subject / rss.baseline, goal: "<= 1.5" },
+      { figure: "matcher cost per item through the API (ms)", value: matcherMsPerItem, goal: "<= 0.25" },
+      { figure: "npm start to /health 200, built tree, restart (s)", value: start.restartMs / 1000, goal: "<= 2" }
+    ]
+    console.log("")
+    for (const row of rows) console.log(`${row.figure.padEnd(60)} ${fmt(row.value, 3).padStart(8)}   goal ${row.goal}`)
+    console.log("")
+    const cpuLine = (name: string, r: typeof replay) =>
+      console.log(
+        `${name.padEnd(10)} ${fmt(r.subject.perSecond, 0)} req/s, ${fmt(r.subject.cpuMsPerRequest, 3)} ms CPU/req` +
+          `${databaseUrl && name !== "health" ? " (service + backends)" : ""}; baseline ${fmt(r.baseline.perSecond, 0)} req/s, ` +
+          `${fmt(r.baseline.cpuMsPerRequest, 3)} ms CPU/req; CPU ratio ${fmt(r.cpuRatio, 1)}× ${JSON.stringify(r.subject.statuses)}`
+      )
+    cpuLine("replay", replay)
+    cpuLine("challenge", challenge)
+    cpuLine("health", health)
+    console.log(`analysis   ${fmt(overhead.subjectMs, 1)} ms vs ${fmt(overhead.baselineMs, 1)} ms (${(large.length / 1e6).toFixed(2)} MB JPEG)`)
+    console.log(`peak RSS   ${fmt(rss.subject, 0)} MiB vs ${fmt(rss.baseline, 0)} MiB`)
+    console.log(`npm start  ${fmt(start.firstMs / 1000, 1)} s ${databaseUrl === undefined ? "on a new embedded database" : "on the first start"}, ${fmt(start.restartMs / 1000, 1)} s on restart`)
+    console.log(`matcher    1 item ${fmt(median(one), 1)} ms, 20 items ${fmt(median(twenty), 1)} ms`)
+
+    const resultsDir = join(root, "bench/results")
+    mkdirSync(resultsDir, { recursive: true })
+    const file = join(resultsDir, `service-${databaseUrl === undefined ? "embedded" : "postgres"}-${new Date().toISOString().replace(/[:.]/g, "-")}.json`)
+    const report = { database, at: new Date().toISOString(), rows, replay, challenge, health, overhead, rss, matcher: { one, twenty, matcherMsPerItem }, start }
+    writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
+    console.log(`\nwritten ${file}`)
+  } finally {
+    for (const child of children) await child.stop()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+const isRole = (name: string | undefined): name is keyof typeof roles => name !== undefined && Object.hasOwn(roles, name)
+const role = process.argv[2]
+if (isRole(role)) {
+  await roles[role]()
+} else {
+  await orchestrate()
+}

@@ -1,0 +1,167 @@
+/** Load on 127.0.0.1 and what it costs the server: keep-alive request loops, process CPU and peak memory from /proc. */
+import { type ChildProcess, spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { Agent, request } from "node:http"
+import { createServer } from "node:net"
+import { fileURLToPath } from "node:url"
+
+export interface Call {
+  readonly method: "GET" | "POST"
+  readonly path: string
+  readonly headers?: Readonly<Record<string, string>>
+  readonly body?: Buffer
+}
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string | Array<string> | undefined>>
+  readonly body: Buffer
+}
+
+export const send = (port: number, call: Call, agent?: Agent, timeoutMs = 60_000): Promise<Reply> =>
+  new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        method: call.method,
+        path: call.path,
+        ...(agent ? { agent } : {}),
+        headers: {
+          ...(call.body ? { "content-type": "application/json", "content-length": String(call.body.length) } : {}),
+          ...call.headers
+        }
+      },
+      (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (chunk: Buffer) => chunks.push(chunk))
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
+        res.on("error", reject)
+      }
+    )
+    req.on("error", reject)
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)))
+    req.end(call.body)
+  })
+
+/** CPU time (user + system) of a process and its peak resident memory, from /proc. */
+export const cpuMs = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  // utime and stime are fields 14 and 15 of stat, in clock ticks (100 per second on Linux).
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+export const peakRssMiB = (pid: number): number => {
+  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+  return match ? Number(match[1]) / 1024 : Number.NaN
+}
+
+export interface LoadResult {
+  readonly requests: number
+  readonly perSecond: number
+  /** Server CPU per request, in ms (the process, plus any extra processes counted by `extraCpu`). */
+  readonly cpuMsPerRequest: number
+  readonly statuses: Readonly<Record<number, number>>
+}
+
+/**
+ * `connections` keep-alive loops sending `call` for `seconds` (bounded by `maxRequests`), after a short warm-up.
+ * The server's CPU is read around the measured part only.
+ */
+export const load = async (
+  port: number,
+  pid: number,
+  call: Call,
+  options: { readonly connections: number; readonly seconds: number; readonly maxRequests: number; readonly extraCpu?: () => Promise<number> }
+): Promise<LoadResult> => {
+  const agent = new Agent({ keepAlive: true, maxSockets: options.connections })
+  const run = async (until: number, budget: { left: number }, statuses: Record<number, number>) => {
+    const loop = async () => {
+      while (performance.now() < until && budget.left > 0) {
+        budget.left--
+        const reply = await send(port, call, agent)
+        statuses[reply.status] = (statuses[reply.status] ?? 0) + 1
+      }
+    }
+    await Promise.all(Array.from({ length: options.connections }, loop))
+    return options.maxRequests - budget.left
+  }
+  await run(performance.now() + 300, { left: options.maxRequests }, {})
+  const statuses: Record<number, number> = {}
+  const cpuBefore = cpuMs(pid) + ((await options.extraCpu?.()) ?? 0)
+  const started = performance.now()
+  const requests = await run(started + options.seconds * 1000, { left: options.maxRequests }, statuses)
+  const elapsed = (performance.now() - started) / 1000
+  const cpuAfter = cpuMs(pid) + ((await options.extraCpu?.()) ?? 0)
+  agent.destroy()
+  return { requests, perSecond: requests / elapsed, cpuMsPerRequest: (cpuAfter - cpuBefore) / requests, statuses }
+}
+
+/** Latencies in ms of `count` calls made one after another (c = 1), each built fresh by `make`. */
+export const sequential = async (port: number, count: number, make: (i: number) => Call) => {
+  const times: Array<number> = []
+  for (let i = 0; i < count; i++) {
+    const started = performance.now()
+    const reply = await send(port, make(i))
+    if (reply.status !== 200) throw new Error(`expected 200, got ${reply.status}: ${reply.body.toString("utf8").slice(0, 300)}`)
+    times.push(performance.now() - started)
+  }
+  return times
+}
+
+export const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2
+}
+
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+    server.on("error", reject)
+  })
+
+export interface Child {
+  readonly pid: number
+  readonly port: number
+  readonly process: ChildProcess
+  readonly stop: () => Promise<void>
+}
+
+const serviceScript = fileURLToPath(new URL("../service.ts", import.meta.url))
+
+/** Starts one role of bench/service.ts in its own Node process (TypeScript through tsx) and waits for READY. */
+export const startRole = async (role: string, env: Readonly<Record<string, string>> = {}, timeoutMs = 120_000): Promise<Child> => {
+  const port = await freePort()
+  const child = spawn(process.execPath, ["--import", "tsx", serviceScript, role], {
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  const ready = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${role} did not start within ${timeoutMs} ms`)), timeoutMs)
+    let buffered = ""
+    child.stdout?.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString("utf8")
+      const match = /READY (\d+)/.exec(buffered)
+      if (match) {
+        clearTimeout(timer)
+        resolve(Number(match[1]))
+      }
+    })
+    child.on("exit", (code) => reject(new Error(`${role} exited with ${code} before it was ready`)))
+  })
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null) return resolve()
+      child.on("exit", () => resolve())
+      child.kill("SIGTERM")
+      setTimeout(() => child.kill("SIGKILL"), 5000).unref()
+    })
+  return { pid: child.pid ?? 0, port: ready, process: child, stop }
+}

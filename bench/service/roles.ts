@@ -1,0 +1,212 @@
+/** The servers the service benchmark measures, each run in its own process: morsel itself and its baselines. */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { NodeHttpServer } from "@effect/platform-node"
+import { type FacilitatorClient, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server"
+import type { SupportedResponse } from "@x402/core/types"
+import { ExactEvmScheme } from "@x402/evm/exact/server"
+import { Effect, Layer } from "effect"
+import sharp from "sharp"
+import { Funding } from "../../src/analysis/Funding.ts"
+import { fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { type ModelItem, VisionModel } from "../../src/analysis/VisionModel.ts"
+import { prepareImage } from "../../src/analysis/VisionModelLive.ts"
+import { AppConfig } from "../../src/config.ts"
+import * as Database from "../../src/db/Database.ts"
+import { FoodDbMemory } from "../../src/foods/FoodDbLive.ts"
+import type { FoodRecord } from "../../src/foods/records.ts"
+import { readDatasets } from "../../src/foods/sources.ts"
+import { LimitsLive } from "../../src/limits/Limits.ts"
+import { LoggingLive } from "../../src/logging.ts"
+import { serveWith } from "../../src/server.ts"
+import { NETWORK } from "../../src/x402/protocol.ts"
+import { X402Funding } from "../../src/x402/X402Funding.ts"
+import { DEV_FOODS } from "../../test/foods/devset.ts"
+import { FDC_FIXTURE_DIR, hasSr28, SR28_DIR } from "../../test/foods/paths.ts"
+
+export const PAY_TO = "0x1111111111111111111111111111111111111111"
+/** The Bearer key of the in-memory credits the benchmark spends. */
+export const BENCH_KEY = "Bearer memory_bench"
+
+/** Tells the parent where the server listens, on one stdout line. */
+const announce = (port: number) => process.stdout.write(`READY ${port}\n`)
+
+const readBody = (request: IncomingMessage): Promise<Buffer> =>
+  new Promise((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => resolve(Buffer.concat(chunks)))
+    request.on("error", reject)
+  })
+
+const listen = (handler: (request: IncomingMessage, response: ServerResponse) => Promise<void>) => {
+  const server = createServer((request, response) => {
+    handler(request, response).catch((error: unknown) => {
+      response.writeHead(500).end(String(error))
+    })
+  })
+  server.listen(0, "127.0.0.1", () => announce((server.address() as AddressInfo).port))
+}
+
+/** The photo as the model would get it, the way morsel prepares it: the cost both servers pay. */
+const downscale = (image: Uint8Array, mime: "image/jpeg" | "image/png") => Effect.runPromise(prepareImage({ image, mime }))
+
+/**
+ * The bare `node:http` baseline: GET /health answers fixed bytes; POST /v1/analyze either replays the bytes set
+ * with POST /set (replay baseline) or, with ?decode, parses the JSON, decodes the base64 and downscales with sharp.
+ */
+export const bare = () => {
+  let replay: Buffer = Buffer.from("{}")
+  const health = Buffer.from(JSON.stringify({ status: "ok" }))
+  listen(async (request, response) => {
+    const body = await readBody(request)
+    if (request.url === "/set") {
+      replay = body
+      response.writeHead(204).end()
+    } else if (request.url === "/health") {
+      response.writeHead(200, { "content-type": "application/json" }).end(health)
+    } else if (request.url === "/v1/analyze?decode") {
+      const { image_base64, mime_type } = JSON.parse(body.toString("utf8")) as { image_base64: string; mime_type: "image/jpeg" | "image/png" }
+      const prepared = await downscale(Buffer.from(image_base64, "base64"), mime_type)
+      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ bytes: prepared.bytes.length }))
+    } else {
+      response.writeHead(200, { "content-type": "application/json" }).end(replay)
+    }
+  })
+}
+
+/**
+ * The x402 reference seller: `@x402/express`'s middleware is not installed, so this is the same core it wraps
+ * (`x402HTTPResourceServer.processHTTPRequest`) behind `node:http`, answering what the middleware answers.
+ */
+export const reference = async () => {
+  const supported: SupportedResponse = { kinds: [{ x402Version: 2, scheme: "exact", network: NETWORK }], extensions: [], signers: {} }
+  const facilitator: FacilitatorClient = {
+    getSupported: async () => supported,
+    verify: async () => ({ isValid: false, invalidReason: "unused" }),
+    settle: async () => ({ success: false, errorReason: "unused", transaction: "", network: NETWORK })
+  }
+  const core = new x402ResourceServer(facilitator).register(NETWORK, new ExactEvmScheme())
+  const http = new x402HTTPResourceServer(core, {
+    "POST /v1/analyze": {
+      accepts: { scheme: "exact", price: "$0.01", network: NETWORK, payTo: PAY_TO, maxTimeoutSeconds: 600 },
+      description: "One food-photo nutrition analysis; paid only when the analysis succeeds",
+      mimeType: "application/json"
+    }
+  })
+  await http.initialize()
+  listen(async (request, response) => {
+    const url = new URL(request.url ?? "/", "http://127.0.0.1")
+    const header = (name: string) => {
+      const value = request.headers[name.toLowerCase()]
+      return Array.isArray(value) ? value[0] : value
+    }
+    const adapter = {
+      getHeader: header,
+      getMethod: () => request.method ?? "GET",
+      getPath: () => url.pathname,
+      getUrl: () => url.href,
+      getAcceptHeader: () => header("accept") ?? "",
+      getUserAgent: () => header("user-agent") ?? ""
+    }
+    const paymentHeader = header("payment-signature")
+    const result = await http.processHTTPRequest({
+      adapter,
+      path: url.pathname,
+      method: adapter.getMethod(),
+      ...(paymentHeader ? { paymentHeader } : {})
+    })
+    await readBody(request)
+    if (result.type === "payment-error") {
+      const { body, headers, status } = result.response
+      response.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body ?? {}))
+    } else {
+      response.writeHead(200).end("{}")
+    }
+  })
+}
+
+const guess = { kcal: 150, protein_g: 5, carbs_g: 20, fat_g: 5 }
+
+/** A model answer with `count` components named as the model names them. */
+const answerWith = (count: number): ReadonlyArray<ModelItem> =>
+  DEV_FOODS.slice(0, count).map((food) => ({ name: food.query, query: food.query, estimated_grams: 120, confidence: 0.8, per_100g: guess }))
+
+/**
+ * A vision model with no latency that still prepares the photo as the real one does (downscale, re-encode,
+ * base64 for the request). English asks for one component, Lithuanian for twenty: the matcher's cost per item.
+ */
+const ZeroLatencyModel = Layer.succeed(VisionModel, {
+  model: "bench-zero-latency",
+  analyze: (input) =>
+    Effect.map(prepareImage(input), (prepared) => {
+      Buffer.from(prepared.bytes).toString("base64")
+      return { food_detected: true, dish_name: "bench plate", items: answerWith(input.language === "en" ? 1 : 20) }
+    })
+})
+
+/** Credits from memory for a Bearer key; the x402 challenge from the real x402 feature. */
+const BenchFunding = Layer.effect(
+  Funding,
+  Effect.gen(function* () {
+    const memory = yield* Funding
+    const x402 = yield* X402Funding
+    return Funding.of({ ...memory, challenge: x402.challenge })
+  })
+).pipe(Layer.provide(fundingMemory({ bench: 1_000_000_000 })))
+
+const foodRecords = async (): Promise<ReadonlyArray<FoodRecord>> =>
+  (await readDatasets(hasSr28 ? SR28_DIR : FDC_FIXTURE_DIR, () => {})).flatMap((d) => d.records)
+
+/** morsel's own HTTP stack and pipeline, on the configured database, with the benchmark's model and funding. */
+export const morsel = async () => {
+  const records = await foodRecords()
+  const app = serveWith({
+    vision: ZeroLatencyModel,
+    foods: FoodDbMemory(records),
+    limits: LimitsLive,
+    funding: BenchFunding,
+    database: Database.layer,
+    http: NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: Number(process.env["PORT"]) })
+  }).pipe(Layer.provide(LoggingLive), Layer.provide(AppConfig.layer))
+  Effect.runFork(Layer.launch(app))
+  await announceWhenHealthy(Number(process.env["PORT"]))
+}
+
+/** The port morsel listens on is chosen by the parent (PORT) and announced once /health answers. */
+const announceWhenHealthy = async (port: number) => {
+  for (;;) {
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/health`)
+      if (response.ok) return announce(port)
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+export const roles = { bare, reference, morsel } as const
+
+/** Photos for the benchmark: a small plate for replays and challenges, a ~1.9 MB JPEG for the analysis overhead. */
+export const photos = async () => {
+  const small = await sharp({ create: { width: 64, height: 64, channels: 3, background: { r: 200, g: 120, b: 40 } } })
+    .jpeg({ quality: 80 })
+    .toBuffer()
+  // Noise does not compress: 1600 × 1200 at quality 90 lands just under the 2,000,000-byte limit.
+  const width = 1600
+  const height = 1200
+  const noise = Buffer.alloc(width * height * 3)
+  let seed = 42
+  for (let i = 0; i < noise.length; i++) {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff
+    noise[i] = 64 + (seed >> 16) % 128
+  }
+  let quality = 95
+  let large = await sharp(noise, { raw: { width, height, channels: 3 } }).jpeg({ quality }).toBuffer()
+  while (large.length > 1_950_000 && quality > 40) {
+    quality -= 5
+    large = await sharp(noise, { raw: { width, height, channels: 3 } }).jpeg({ quality }).toBuffer()
+  }
+  return { small, large }
+}
