@@ -1,10 +1,9 @@
-/** Extensions and the analysis requests shared by every instance. */
+/** The analysis requests shared by every instance. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public`
   // One row per attempt. A failed attempt stays (feedback, failure limits) and frees its Idempotency-Key
   // for a retry; at most one live attempt (running, paid or payment_pending) exists per payer and key.
   yield* sql`

@@ -6,6 +6,7 @@ import x402 from "./0004_x402.ts"
 import limits from "./0005_limits.ts"
 import x402SettlerNonces from "./0006_x402_settler_nonces.ts"
 import creditReversals from "./0007_credit_reversals.ts"
+import dropTrigrams from "./0008_drop_pg_trgm.ts"
 
 export const migrations = {
   "0001_core": core,
@@ -14,5 +15,6 @@ export const migrations = {
   "0004_x402": x402,
   "0005_limits": limits,
   "0006_x402_settler_nonces": x402SettlerNonces,
-  "0007_credit_reversals": creditReversals
+  "0007_credit_reversals": creditReversals,
+  "0008_drop_pg_trgm": dropTrigrams
 }

@@ -4,7 +4,6 @@ import { mkdir } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { PGlite } from "@electric-sql/pglite"
-import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
@@ -38,7 +37,6 @@ export const startEmbedded = (dataDir: string, options: { readonly loadDataDir?:
         try: () =>
           PGlite.create({
             dataDir: inMemory ? undefined : resolve(dataDir),
-            extensions: { pg_trgm },
             ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {})
           }),
         catch: (cause) => new DatabaseUnavailable({ message: `cannot open the embedded database in ${dataDir}`, cause })

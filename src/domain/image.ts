@@ -85,6 +85,10 @@ const decodedLength = (s: string): number => {
 // ---------------------------------------------------------------------------
 // header parsing
 // ---------------------------------------------------------------------------
+// Hand-written on purpose: image-size (the usual package) reads only baseline, extended and progressive SOF
+// markers, no chunk but Apple's CgBI before IHDR, resynchronises on garbage instead of refusing it, and reads
+// through a DataView over the whole backing buffer, so a truncated upload taken from a pooled Buffer can yield
+// dimensions from bytes that are not the image's. These walkers refuse all of that and stay bounds-checked.
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a] as const
 const JPEG_SIGNATURE = [0xff, 0xd8, 0xff] as const

@@ -3,7 +3,8 @@ import { createReadStream } from "node:fs"
 import { readdir, stat } from "node:fs/promises"
 import { basename, dirname, join, relative } from "node:path"
 import { createInterface } from "node:readline"
-import type { Readable } from "node:stream"
+import { Readable } from "node:stream"
+import { type Options, parse } from "csv-parse"
 import { type FoodPortion, type FoodRecord, type NutrientAccumulator, toNutrition } from "./records.ts"
 import { listZip, openZipEntry } from "./zip.ts"
 
@@ -51,11 +52,13 @@ export const locateDatasets = async (path: string): Promise<ReadonlyArray<Datase
   if (info.isDirectory()) {
     await walk(path, 0, folders)
   } else {
-    for (const entry of await listZip(path)) {
-      if (entry.name.endsWith("/")) continue
-      const folder = `${basename(path)}:${dirname(entry.name)}`
+    const names = await listZip(path).catch((error: unknown) => {
+      throw new DatasetNotFound(`${path} is neither a folder nor a readable zip file (${error instanceof Error ? error.message : String(error)})`)
+    })
+    for (const name of names) {
+      const folder = `${basename(path)}:${dirname(name)}`
       const files = folders.get(folder) ?? new Map<string, () => Promise<Readable>>()
-      files.set(basename(entry.name).toLowerCase(), () => openZipEntry(path, entry))
+      files.set(basename(name).toLowerCase(), () => openZipEntry(path, name))
       folders.set(folder, files)
     }
   }
@@ -70,12 +73,57 @@ export const locateDatasets = async (path: string): Promise<ReadonlyArray<Datase
   return datasets
 }
 
-/** Lines of a stream, without their line ends; the stream is read piece by piece. */
-async function* lines(stream: Readable, encoding: BufferEncoding): AsyncGenerator<string> {
-  stream.setEncoding(encoding)
-  const reader = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY })
+/**
+ * Records of a delimited text stream, parsed piece by piece by csv-parse; the stream is closed when the reader stops.
+ * Rows are arrays of fields, or objects keyed by the header row when `columns` is given.
+ */
+async function* delimited<Row>(stream: Readable, options: Options): AsyncGenerator<Row> {
+  const parser = parse({ skip_empty_lines: true, relax_column_count: true, ...options })
+  stream.on("error", (error) => parser.destroy(error))
+  const rows: AsyncIterable<Row> = stream.pipe(parser)
   try {
-    for await (const line of reader) yield line
+    yield* rows
+  } finally {
+    stream.destroy()
+    parser.destroy()
+  }
+}
+
+const occurrences = (text: string, char: string) => {
+  let n = 0
+  for (let at = text.indexOf(char); at >= 0; at = text.indexOf(char, at + 1)) n++
+  return n
+}
+
+interface Mentioning {
+  readonly encoding: BufferEncoding
+  /** The quote character: a record goes on over the next line while its quotes are unbalanced. */
+  readonly quote: string
+  /** Keep the first record (the header row) whatever it holds. */
+  readonly header: boolean
+  readonly needles: ReadonlyArray<string>
+}
+
+/**
+ * The records of a stream whose text mentions one of `needles`, for csv-parse to read. The nutrient tables hold one
+ * row per food and nutrient (SR28 ~680,000, a full FoodData Central download tens of millions) of which only a few
+ * nutrients are kept: matching the text of each row before parsing keeps an import several times faster than
+ * parsing every row. Rows that mention a needle elsewhere are parsed and dropped by the reader. `seen` counts rows.
+ */
+async function* recordsMentioning(stream: Readable, options: Mentioning, seen: () => void): AsyncGenerator<Buffer> {
+  stream.setEncoding(options.encoding)
+  const reader = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY })
+  let record = ""
+  let first = options.header
+  try {
+    for await (const line of reader) {
+      record = record === "" ? line : `${record}\n${line}`
+      if (occurrences(record, options.quote) % 2 === 1) continue
+      if (first || options.needles.some((needle) => record.includes(needle))) yield Buffer.from(`${record}\n`, options.encoding)
+      if (!first) seen()
+      first = false
+      record = ""
+    }
   } finally {
     reader.close()
     stream.destroy()
@@ -93,7 +141,9 @@ const required = async (dataset: Dataset, file: string) => {
 // ---------------------------------------------------------------------------------------------
 // SR28 ASCII: "^"-separated fields, text fields wrapped in "~", ISO-8859-1.
 
-const srFields = (line: string) => line.split("^").map((f) => (f.startsWith("~") && f.endsWith("~") && f.length >= 2 ? f.slice(1, -1) : f))
+/** SR28 rows as arrays of fields ("~~" inside a text field would stand for one "~"). */
+const sr28Rows = (stream: Readable) =>
+  delimited<ReadonlyArray<string>>(stream, { delimiter: "^", quote: "~", escape: "~", encoding: "latin1" })
 
 const SR_NUTRIENTS: Record<string, keyof NutrientAccumulator> = { "208": "kcal", "203": "protein", "204": "fat", "205": "carbs" }
 
@@ -104,26 +154,30 @@ export const readSr28 = async (dataset: Dataset, progress: Progress): Promise<Re
   const groups = new Map<string, string>()
   const groupStream = await dataset.open("FD_GROUP.txt")
   if (groupStream !== undefined) {
-    for await (const line of lines(groupStream, "latin1")) {
-      const [code, name] = srFields(line)
+    for await (const [code, name] of sr28Rows(groupStream)) {
       if (code && name) groups.set(code, name)
     }
   }
-  const foods = new Map<string, { fields: Array<string>; nutrients: NutrientAccumulator; portions: Array<FoodPortion> }>()
-  for await (const line of lines(await required(dataset, "FOOD_DES.txt"), "latin1")) {
-    if (line.trim() === "") continue
-    const fields = srFields(line)
+  const foods = new Map<string, { fields: ReadonlyArray<string>; nutrients: NutrientAccumulator; portions: Array<FoodPortion> }>()
+  for await (const fields of sr28Rows(await required(dataset, "FOOD_DES.txt"))) {
     if (fields[0]) foods.set(fields[0], { fields, nutrients: {}, portions: [] })
   }
   progress(`${dataset.label}: FOOD_DES.txt ${count(foods.size)} foods`)
   let nutrientLines = 0
-  for await (const line of lines(await required(dataset, "NUT_DATA.txt"), "latin1")) {
+  const seen = () => {
     nutrientLines++
     if (nutrientLines % 200_000 === 0) progress(`${dataset.label}: NUT_DATA.txt ${count(nutrientLines)} lines`)
-    // Cheap pre-filter: the nutrient number is the second field, right after "~NNNNN~^".
-    const key = SR_NUTRIENTS[line.slice(9, 12)]
+  }
+  const nutrientData = Readable.from(
+    recordsMentioning(
+      await required(dataset, "NUT_DATA.txt"),
+      { encoding: "latin1", quote: "~", header: false, needles: Object.keys(SR_NUTRIENTS).map((n) => `~${n}~`) },
+      seen
+    )
+  )
+  for await (const [ndb, nutrient, value] of sr28Rows(nutrientData)) {
+    const key = SR_NUTRIENTS[nutrient ?? ""]
     if (key === undefined) continue
-    const [ndb, , value] = srFields(line)
     const food = ndb === undefined ? undefined : foods.get(ndb)
     if (food !== undefined && value !== undefined && value !== "") food.nutrients[key] = Number(value)
   }
@@ -131,8 +185,7 @@ export const readSr28 = async (dataset: Dataset, progress: Progress): Promise<Re
   let portionCount = 0
   const weights = await dataset.open("WEIGHT.txt")
   if (weights !== undefined) {
-    for await (const line of lines(weights, "latin1")) {
-      const [ndb, , amount, unit, grams] = srFields(line)
+    for await (const [ndb, , amount, unit, grams] of sr28Rows(weights)) {
       const food = ndb === undefined ? undefined : foods.get(ndb)
       if (food === undefined || !unit || !grams) continue
       food.portions.push({ amount: Number(amount) || 1, unit, grams: Number(grams) })
@@ -163,53 +216,11 @@ export const readSr28 = async (dataset: Dataset, progress: Progress): Promise<Re
 // ---------------------------------------------------------------------------------------------
 // FoodData Central CSV: RFC 4180 with a header row; every field quoted.
 
-/** Records of a CSV stream as header-keyed rows; quoted fields may hold commas, quotes and line breaks. */
-async function* csvRows(stream: Readable): AsyncGenerator<Map<string, string>> {
-  let header: ReadonlyArray<string> | undefined
-  let pending = ""
-  for await (const line of lines(stream, "utf8")) {
-    const text = pending === "" ? line : `${pending}\n${line}`
-    const fields = parseCsvRecord(text)
-    if (fields === undefined) {
-      pending = text
-      continue
-    }
-    pending = ""
-    if (header === undefined) {
-      header = fields.map((f) => f.replace(/^\uFEFF/, "").trim().toLowerCase())
-      continue
-    }
-    if (fields.length === 1 && fields[0] === "") continue
-    const row = new Map<string, string>()
-    for (const [i, name] of header.entries()) row.set(name, fields[i] ?? "")
-    yield row
-  }
-}
+type CsvRow = Readonly<Record<string, string | undefined>>
 
-/** Splits one CSV record; undefined when a quoted field is still open (the record continues on the next line). */
-export const parseCsvRecord = (text: string): Array<string> | undefined => {
-  const fields: Array<string> = []
-  let field = ""
-  let quoted = false
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]
-    if (quoted) {
-      if (c === '"') {
-        if (text[i + 1] === '"') {
-          field += '"'
-          i++
-        } else quoted = false
-      } else field += c
-    } else if (c === '"') quoted = true
-    else if (c === ",") {
-      fields.push(field)
-      field = ""
-    } else field += c
-  }
-  if (quoted) return undefined
-  fields.push(field)
-  return fields
-}
+/** Rows of a FoodData Central CSV keyed by the header row (lower case); quoted fields may hold commas, quotes and line breaks. */
+const csvRows = (stream: Readable) =>
+  delimited<CsvRow>(stream, { bom: true, columns: (header: Array<string>) => header.map((name) => name.trim().toLowerCase()) })
 
 /** The FoodData Central data types we load: generic foods, never the branded products. */
 export const FDC_DATA_TYPES = ["foundation_food", "sr_legacy_food", "survey_fndds_food"] as const
@@ -234,15 +245,15 @@ export const readFdc = async (dataset: Dataset, progress: Progress): Promise<Rea
     const stream = await dataset.open(file)
     if (stream === undefined) continue
     for await (const row of csvRows(stream)) {
-      const id = row.get(idColumn)
-      const name = row.get(nameColumn)
+      const id = row[idColumn]
+      const name = row[nameColumn]
       if (id && name) categories.set(id, name)
     }
   }
   const units = new Map<string, string>()
   const unitStream = await dataset.open("measure_unit.csv")
   if (unitStream !== undefined) {
-    for await (const row of csvRows(unitStream)) units.set(row.get("id") ?? "", row.get("name") ?? "")
+    for await (const row of csvRows(unitStream)) units.set(row["id"] ?? "", row["name"] ?? "")
   }
   const foods = new Map<
     string,
@@ -251,13 +262,13 @@ export const readFdc = async (dataset: Dataset, progress: Progress): Promise<Rea
   let foodRows = 0
   for await (const row of csvRows(await required(dataset, "food.csv"))) {
     foodRows++
-    const dataType = row.get("data_type") ?? ""
-    const id = row.get("fdc_id") ?? ""
+    const dataType = row["data_type"] ?? ""
+    const id = row["fdc_id"] ?? ""
     if (!wanted.has(dataType) || id === "") continue
-    const categoryId = row.get("food_category_id") ?? ""
+    const categoryId = row["food_category_id"] ?? ""
     foods.set(id, {
       dataType,
-      description: row.get("description") ?? "",
+      description: row["description"] ?? "",
       category: categories.get(categoryId) ?? null,
       nutrients: {},
       portions: []
@@ -265,13 +276,22 @@ export const readFdc = async (dataset: Dataset, progress: Progress): Promise<Rea
   }
   progress(`${dataset.label}: food.csv ${count(foodRows)} rows, ${count(foods.size)} generic foods`)
   let nutrientRows = 0
-  for await (const row of csvRows(await required(dataset, "food_nutrient.csv"))) {
+  const seen = () => {
     nutrientRows++
     if (nutrientRows % 500_000 === 0) progress(`${dataset.label}: food_nutrient.csv ${count(nutrientRows)} rows`)
-    const key = FDC_NUTRIENTS[row.get("nutrient_id") ?? ""]
+  }
+  const nutrientData = Readable.from(
+    recordsMentioning(
+      await required(dataset, "food_nutrient.csv"),
+      { encoding: "utf8", quote: '"', header: true, needles: Object.keys(FDC_NUTRIENTS) },
+      seen
+    )
+  )
+  for await (const row of csvRows(nutrientData)) {
+    const key = FDC_NUTRIENTS[row["nutrient_id"] ?? ""]
     if (key === undefined) continue
-    const food = foods.get(row.get("fdc_id") ?? "")
-    const amount = row.get("amount") ?? ""
+    const food = foods.get(row["fdc_id"] ?? "")
+    const amount = row["amount"] ?? ""
     if (food !== undefined && amount !== "") food.nutrients[key] = Number(amount)
   }
   progress(`${dataset.label}: food_nutrient.csv ${count(nutrientRows)} rows`)
@@ -279,14 +299,14 @@ export const readFdc = async (dataset: Dataset, progress: Progress): Promise<Rea
   if (portionStream !== undefined) {
     let portions = 0
     for await (const row of csvRows(portionStream)) {
-      const food = foods.get(row.get("fdc_id") ?? "")
-      const grams = Number(row.get("gram_weight"))
+      const food = foods.get(row["fdc_id"] ?? "")
+      const grams = Number(row["gram_weight"])
       if (food === undefined || !(grams > 0)) continue
-      const unitName = units.get(row.get("measure_unit_id") ?? "")
-      const words = [unitName === "undetermined" ? "" : unitName, row.get("portion_description"), row.get("modifier")]
+      const unitName = units.get(row["measure_unit_id"] ?? "")
+      const words = [unitName === "undetermined" ? "" : unitName, row["portion_description"], row["modifier"]]
         .map((w) => (w ?? "").trim())
         .filter((w) => w !== "" && w !== "Quantity not specified")
-      food.portions.push({ amount: Number(row.get("amount")) || 1, unit: words.join(", ") || "portion", grams })
+      food.portions.push({ amount: Number(row["amount"]) || 1, unit: words.join(", ") || "portion", grams })
       portions++
     }
     progress(`${dataset.label}: food_portion.csv ${count(portions)} portions`)

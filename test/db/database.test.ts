@@ -14,8 +14,9 @@ describe("database", () => {
         const tables = yield* sql<{ table_name: string }>`
           SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`
         expect(tables.map((t) => t.table_name)).toContain("analysis_requests")
-        const [trgm] = yield* sql<{ similarity: number }>`SELECT similarity('chicken breast', 'chicken, breast') AS similarity`
-        expect(trgm!.similarity).toBeGreaterThan(0.5)
+        // No extension beyond the built-in procedural language: the embedded database loads none.
+        const extensions = yield* sql<{ extname: string }>`SELECT extname FROM pg_extension ORDER BY extname`
+        expect(extensions.map((e) => e.extname)).not.toContain("pg_trgm")
       }))
   })
 })

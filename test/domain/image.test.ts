@@ -182,7 +182,7 @@ describe("readImageSize", () => {
       expect(readImageSize(handPng())).toBeUndefined()
       const full = handPng(ihdr(64, 32))
       for (let n = 8; n < full.length; n++) expect(readImageSize(full.subarray(0, n))).toBeUndefined()
-      expect(readImageSize(full)).toBeDefined()
+      expect(readImageSize(full)).toEqual({ format: "png", width: 64, height: 32 })
     })
 
     it("rejects IDAT or IEND before IHDR", () => {

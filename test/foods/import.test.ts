@@ -1,18 +1,33 @@
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { cpSync, createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
+import { ZipFile } from "yazl"
 import { importFoods } from "../../src/foods/importer.ts"
 import { countFoods } from "../../src/foods/repository.ts"
 import { TestDatabase } from "../support/database.ts"
 import { FDC_FIXTURE_DIR, hasSr28, SR28_DIR, sr28Notice } from "./paths.ts"
-import { writeZip } from "./zipWriter.ts"
 
 const quiet = { progress: () => {} }
 
 const scratch = () => mkdtempSync(join(tmpdir(), "morsel-foods-"))
+
+/** Packs the FDC fixture under a top-level folder, as USDA ships it, with yazl (a zip writer of its own). */
+const zipFixture = (path: string, options: { readonly compress: boolean; readonly forceZip64Format: boolean }) =>
+  Effect.promise(
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const zip = new ZipFile()
+        for (const name of readdirSync(FDC_FIXTURE_DIR)) {
+          zip.addBuffer(readFileSync(join(FDC_FIXTURE_DIR, name)), `FoodData_Central_csv_2024-10-31/${name}`, options)
+        }
+        zip.addEmptyDirectory("FoodData_Central_csv_2024-10-31/extra")
+        zip.end({ forceZip64Format: options.forceZip64Format, comment: "" })
+        zip.outputStream.pipe(createWriteStream(path)).on("finish", resolve).on("error", reject)
+      })
+  )
 
 const foodRows = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -71,18 +86,30 @@ describe("food import", () => {
         expect((yield* foodRows).find((r) => r.source_id === "169756")!.kcal).toBe(131)
       }))
 
-    it.effect("reads the same download from a zip file with a top-level folder", () =>
+    it.effect("reads the same download from a zip file with a top-level folder, deflated or stored with zip64 records", () =>
       Effect.gen(function* () {
-        const dir = scratch()
-        const zip = join(dir, "FoodData_Central_csv.zip")
-        writeZip(
-          zip,
-          readdirSync(FDC_FIXTURE_DIR).map((name) => [`FoodData_Central_csv_2024-10-31/${name}`, readFileSync(join(FDC_FIXTURE_DIR, name))] as const)
-        )
-        const summary = yield* importFoods(zip, quiet)
-        rmSync(dir, { recursive: true, force: true })
-        expect(summary.datasets.map((d) => [d.kind, d.foods, d.portions])).toEqual([["fdc", 4, 5]])
-        expect(yield* countFoods).toEqual([{ source: "fdc", foods: 4, portions: 5 }])
+        for (const options of [
+          { compress: true, forceZip64Format: false },
+          { compress: false, forceZip64Format: true }
+        ]) {
+          const dir = scratch()
+          const zip = join(dir, "FoodData_Central_csv.zip")
+          yield* zipFixture(zip, options)
+          const summary = yield* importFoods(zip, quiet)
+          rmSync(dir, { recursive: true, force: true })
+          expect(summary.datasets.map((d) => [d.label, d.kind, d.foods, d.portions])).toEqual([
+            ["FoodData_Central_csv.zip:FoodData_Central_csv_2024-10-31", "fdc", 4, 5]
+          ])
+          expect(yield* countFoods).toEqual([{ source: "fdc", foods: 4, portions: 5 }])
+          expect((yield* foodRows).find((r) => r.source_id === "2708412")!.description).toBe('Caesar salad, "classic", with romaine and croutons')
+        }
+      }))
+
+    it.effect("a file that is not a zip is refused with a clear message", () =>
+      Effect.gen(function* () {
+        const exit = yield* Effect.exit(importFoods(join(FDC_FIXTURE_DIR, "food.csv"), quiet))
+        expect(Exit.isFailure(exit)).toBe(true)
+        if (Exit.isFailure(exit)) expect(String(exit.cause)).toContain("food.csv is neither a folder nor a readable zip file")
       }))
 
     it.effect("a folder without USDA files is refused with a clear message", () =>

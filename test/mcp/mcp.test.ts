@@ -12,7 +12,7 @@ import { errorCode, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice, noFood } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
-import { analyzeFood, balanceOf, connect, fakeStripe, firstText, keyWith, rest, toolErrorCode } from "./support.ts"
+import { analyzeFood, balanceOf, connect, fakeStripe, firstText, keyWith, rest, toolErrorCode } from "../support/clients.ts"
 
 class Service extends Context.Tag("test/McpService")<
   Service,

@@ -16,9 +16,8 @@ import { isRecord, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
-import { x402Env } from "../x402/layer.ts"
-import { challengeOf, signPayment, withBrokenSignature } from "../x402/payer.ts"
-import { analyzeFood, balanceOf, connect, fakeStripe, firstText, jsonSchemaValidator, keyWith, rest, toolErrorCode } from "./support.ts"
+import { challengeOf, signPayment, withBrokenSignature, x402Env } from "../support/x402.ts"
+import { analyzeFood, balanceOf, connect, fakeStripe, firstText, jsonSchemaValidator, keyWith, rest, toolErrorCode } from "../support/clients.ts"
 
 const PRICE = 10_000n
 

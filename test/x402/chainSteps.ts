@@ -5,7 +5,7 @@ import type { Address } from "viem"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
 import { challenge } from "./layer.ts"
-import { header, signPayment } from "./payer.ts"
+import { header, signPayment } from "../support/x402.ts"
 
 /** A fresh payment signed by payer `i` for the server's current challenge. */
 export const signed = (i: number) =>

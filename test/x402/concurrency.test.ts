@@ -7,7 +7,7 @@ import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
 import { realPostgresUrl } from "../support/database.ts"
 import { challenge, X402Test } from "./layer.ts"
-import { header, signPayment } from "./payer.ts"
+import { header, signPayment } from "../support/x402.ts"
 
 const CONCURRENT = 20
 

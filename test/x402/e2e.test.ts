@@ -14,7 +14,7 @@ import { errorCode, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
-import { x402Env } from "./layer.ts"
+import { x402Env } from "../support/x402.ts"
 
 const PRICE = 10_000n
 

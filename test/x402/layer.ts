@@ -11,18 +11,8 @@ import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
 import { ChainMemory } from "../../src/x402/ChainMemory.ts"
 import { Chain, type LocalChain } from "../support/chain.ts"
 import { TestDatabase } from "../support/database.ts"
-import { type PaymentChain, TestChain } from "../support/memoryChain.ts"
-
-export const PUBLIC_BASE_URL = "https://morsel.example"
-
-export const x402Env = (chain: PaymentChain, extra: Readonly<Record<string, string>> = {}): Record<string, string> => ({
-  ...chain.env,
-  PUBLIC_BASE_URL,
-  // Short: a paused chain turns into payment_pending quickly; a mining chain confirms at the first look anyway.
-  X402_CONFIRM_TIMEOUT_MS: "500",
-  LOG_LEVEL: "warning",
-  ...extra
-})
+import { TestChain } from "../support/memoryChain.ts"
+import { x402Env } from "../support/x402.ts"
 
 /** X402Funding + X402Reconciler (and the chain, config and database they run on) for one test file. */
 export const X402Test = (

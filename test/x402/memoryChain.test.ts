@@ -10,7 +10,7 @@ import { WalletsRoute } from "../../src/x402/WalletsRoute.ts"
 import { TestChain } from "../support/memoryChain.ts"
 import { reserveAndCommit, retry } from "./chainSteps.ts"
 import { challenge, X402MemoryTest } from "./layer.ts"
-import { authorizationOf, signPayment } from "./payer.ts"
+import { authorizationOf, signPayment } from "../support/x402.ts"
 
 /** GET /sandbox/wallets/{address} on the layer's memory chain. */
 const wallet = (address: string) =>

@@ -10,8 +10,8 @@ import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
 import { Chain, type LocalChain, startChain } from "../support/chain.ts"
 import { realPostgresUrl, sharedTestDatabase } from "../support/database.ts"
 import { chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
-import { challenge, x402Env, X402Test } from "./layer.ts"
-import { header, signPayment } from "./payer.ts"
+import { challenge, X402Test } from "./layer.ts"
+import { header, signPayment, x402Env } from "../support/x402.ts"
 
 const PRICE = 10_000n
 

@@ -10,8 +10,8 @@ import { decodePayment } from "../../src/x402/protocol.ts"
 import { PaymentResolutions, type ReconcilePass, X402Reconciler } from "../../src/x402/Reconciler.ts"
 import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
-import { refusal, X402Test } from "./layer.ts"
-import { authorizationOf, header } from "./payer.ts"
+import { decodeChallengeHeader, refusal, X402Test } from "./layer.ts"
+import { authorizationOf, header } from "../support/x402.ts"
 import { type RpcProxy, startRpcProxy } from "./rpcProxy.ts"
 import { transferCalldata } from "../../src/x402/Settlement.ts"
 import { chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
@@ -230,7 +230,8 @@ describe("x402 payments left pending are recovered", () => {
         const { error, headers } = yield* refusal(reserveAndCommit(payload, randomUUID()))
         expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" }, payment_required: { x402Version: 2 } })
         expect((error as { error: { message: string } }).error.message).toMatch(/could not be settled: .*expired.*nothing was charged/)
-        expect(headers["payment-required"]).toBeDefined()
+        // The fresh challenge of the body is the one in PAYMENT-REQUIRED.
+        expect(decodeChallengeHeader(headers)).toEqual((error as { payment_required: unknown }).payment_required)
         expect(yield* transfersFrom(payer)).toEqual([])
       }))
   })

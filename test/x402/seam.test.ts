@@ -15,7 +15,7 @@ import { ChainFromSettings, type X402Funding } from "../../src/x402/X402Funding.
 import { TestChain } from "../support/memoryChain.ts"
 import { challenge, refusal, X402MemoryTest, X402Test } from "./layer.ts"
 import { reserveAndCommit, retry } from "./chainSteps.ts"
-import { signPayment, withBrokenSignature } from "./payer.ts"
+import { signPayment, withBrokenSignature } from "../support/x402.ts"
 
 const PRICE = 10_000n
 

@@ -7,8 +7,8 @@ import { PaymentResolutions, X402Reconciler } from "../../src/x402/Reconciler.ts
 import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
 import { type FacilitatorMode, startFacilitator, type TestFacilitator } from "./facilitator.ts"
-import { challenge, refusal, X402Test } from "./layer.ts"
-import { header, signPayment } from "./payer.ts"
+import { challenge, decodeChallengeHeader, refusal, X402Test } from "./layer.ts"
+import { header, signPayment } from "../support/x402.ts"
 import { balance, chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
 
 const PRICE = 10_000n
@@ -139,7 +139,8 @@ describe("x402 settlement on the local chain", () => {
         const { error, headers } = yield* refusal(retry(payload, requestId))
         expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" } })
         expect((error as { error: { message: string } }).error.message).toMatch(/expired/)
-        expect(headers["payment-required"]).toBeDefined()
+        // The fresh challenge of the body is the one in PAYMENT-REQUIRED.
+        expect(decodeChallengeHeader(headers)).toEqual((error as { payment_required: unknown }).payment_required)
         expect(yield* transfersFrom(payer)).toHaveLength(0)
         // The answer stays the same.
         expect(yield* Effect.flip(retry(payload, requestId))).toMatchObject({ _tag: "PaymentRequired" })

@@ -6,8 +6,8 @@ import { Effect } from "effect"
 import type { PrivateKeyAccount } from "viem/accounts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { TestChain } from "../support/memoryChain.ts"
-import { challenge, decodeChallengeHeader, PUBLIC_BASE_URL, refusal, X402MemoryTest } from "./layer.ts"
-import { authorizationOf, header, signPayment, withBrokenSignature } from "./payer.ts"
+import { challenge, decodeChallengeHeader, refusal, X402MemoryTest } from "./layer.ts"
+import { authorizationOf, header, PUBLIC_BASE_URL, signPayment, withBrokenSignature } from "../support/x402.ts"
 
 /** Signs with `account` for the current challenge, the terms altered by `alter`. */
 const sign = (account: (chain: TestChain["Type"]) => PrivateKeyAccount, alter?: (r: PaymentRequirements) => PaymentRequirements) =>

@@ -1,4 +1,4 @@
-/** Test payers: the official x402 client (exact EVM scheme, viem account) signing payments for the local test token. */
+/** x402 in tests: the settings of a server paid on a test chain, and payers signing with the official client (exact EVM scheme, viem account). */
 import { x402Client } from "@x402/core/client"
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http"
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types"
@@ -6,6 +6,19 @@ import { ExactEvmScheme } from "@x402/evm/exact/client"
 import type { Address, Hex } from "viem"
 import type { PrivateKeyAccount } from "viem/accounts"
 import { NETWORK } from "../../src/x402/protocol.ts"
+import type { PaymentChain } from "./memoryChain.ts"
+
+export const PUBLIC_BASE_URL = "https://morsel.example"
+
+/** The settings of a server that takes x402 payments on `chain`. */
+export const x402Env = (chain: PaymentChain, extra: Readonly<Record<string, string>> = {}): Record<string, string> => ({
+  ...chain.env,
+  PUBLIC_BASE_URL,
+  // Short: a paused chain turns into payment_pending quickly; a mining chain confirms at the first look anyway.
+  X402_CONFIRM_TIMEOUT_MS: "500",
+  LOG_LEVEL: "warning",
+  ...extra
+})
 
 /** A client that pays with `account` and accepts our local test token (the official client refuses unknown tokens). */
 export const payingClient = (account: PrivateKeyAccount, asset: Address) =>

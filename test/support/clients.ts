@@ -1,12 +1,12 @@
-/** Shared pieces of the MCP tests: the official SDK client on the running server, tool-result readers, bought credits. */
+/** Clients of a running test server: the official MCP SDK client and its tool-result readers, REST calls, bought credit keys. */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
 import { Effect } from "effect"
 import { newCreditKey } from "../../src/credits/keys.ts"
-import { type FakeStripe, startFakeStripe } from "../support/fakeStripe.ts"
-import { isRecord, send } from "../support/http.ts"
+import { type FakeStripe, startFakeStripe } from "./fakeStripe.ts"
+import { isRecord, send } from "./http.ts"
 
 /**
  * An initialized MCP client on `{url}/mcp`, closed with the scope; `headers` go on every HTTP request of the connection.
