@@ -4,12 +4,13 @@ import { Effect } from "effect"
 
 export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  // Left in place when another application's objects in the same database use it, or another role owns it.
+  // Left in place when it cannot go: another application's objects in the same database use it, another role
+  // owns it, or another instance migrating at the same moment drops it first.
   yield* sql`
     DO $$
     BEGIN
       DROP EXTENSION IF EXISTS pg_trgm;
-    EXCEPTION WHEN dependent_objects_still_exist OR insufficient_privilege THEN
+    EXCEPTION WHEN others THEN
       NULL;
     END
     $$`
