@@ -114,6 +114,9 @@ export const makeSettlerNonces = (settler: Address) =>
             ON CONFLICT (address, nonce) DO UPDATE SET tx_hash = EXCLUDED.tx_hash, request_id = EXCLUDED.request_id, signed_at = EXCLUDED.signed_at
             RETURNING nonce`
           if (recorded.length === 0) return yield* Effect.fail(new LeaseLost({ settler: address }))
+          // The broadcast follows: a fresh lease covers it, so no other holder takes this nonce for a gap meanwhile.
+          const until = yield* at(LEASE)
+          yield* sql`UPDATE x402_settlers SET held_until = ${until} WHERE address = ${address} AND held_by = ${holder}`
         })
     })
 
