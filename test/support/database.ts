@@ -25,7 +25,8 @@ const freshSchema = Effect.acquireRelease(
 
 const withSearchPath = (url: string, schema: string) => {
   const u = new URL(url)
-  u.searchParams.set("options", `-c search_path=${schema},public`)
+  // Only the test's own schema: tables anything else left in `public` must never stand in for the test's.
+  u.searchParams.set("options", `-c search_path=${schema}`)
   return u.toString()
 }
 
