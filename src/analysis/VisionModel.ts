@@ -32,7 +32,7 @@ const Finite = Schema.Number.pipe(Schema.finite())
 const GramsPer100 = Finite.pipe(Schema.between(0, 100))
 
 /**
- * The rules a model answer must meet before anything else sees it (CONTRACT.md "Vision model call").
+ * The rules a model answer must meet before anything else sees it (the documented vision model answer).
  * Fields beyond the contract's are ignored, so any OpenAI-compatible server's extra output is harmless.
  */
 export const ModelItemSchema = Schema.Struct({

@@ -59,7 +59,7 @@ Language:
 const number = (description: string) => ({ type: "number", description }) as const
 
 /**
- * The strict structured-output schema the model must fill: exactly CONTRACT.md's fields. Bounds are stated
+ * The strict structured-output schema the model must fill: exactly the documented answer fields. Bounds are stated
  * in descriptions, not keywords, because not every OpenAI-compatible server accepts minimum/maxItems in
  * strict mode; ModelAnswerSchema enforces them.
  */

@@ -1,4 +1,4 @@
-/** Model answers shaped as CONTRACT.md "Vision model call", for scripted fake-model replies. */
+/** Model answers shaped as the documented vision model answer, for scripted fake-model replies. */
 
 export const modelItem = (name: string, query: string, grams: number, per100: readonly [number, number, number, number], confidence = 0.8) => ({
   name,
