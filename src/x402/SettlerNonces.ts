@@ -48,8 +48,7 @@ export const makeSettlerNonces = (settler: Address) =>
     const address = settler.toLowerCase()
     // Fibers of this instance queue here rather than polling the database for the lease.
     const local = yield* Effect.makeSemaphore(1)
-    const at = (offset: Duration.Duration = Duration.zero) =>
-      Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms + Duration.toMillis(offset)))
+    const at = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
     const count = (blockTag: "latest" | "pending") =>
       Effect.tryPromise({
@@ -57,14 +56,15 @@ export const makeSettlerNonces = (settler: Address) =>
         catch: (cause) => new ChainUnavailable({ operation: `${blockTag} nonce lookup`, cause })
       })
 
+    // Lease times are the database's own, so instances whose clocks differ still agree on who holds the wallet.
+    const leaseEnd = sql`now() + ${Duration.toSeconds(LEASE)} * interval '1 second'`
+
     const take = (holder: string) =>
       Effect.gen(function* () {
-        const now = yield* at()
-        const until = yield* at(LEASE)
         yield* sql`INSERT INTO x402_settlers (address) VALUES (${address}) ON CONFLICT DO NOTHING`
         const taken = yield* sql`
-          UPDATE x402_settlers SET held_by = ${holder}, held_until = ${until}
-          WHERE address = ${address} AND (held_until IS NULL OR held_until < ${now})
+          UPDATE x402_settlers SET held_by = ${holder}, held_until = ${leaseEnd}
+          WHERE address = ${address} AND (held_until IS NULL OR held_until < now())
           RETURNING address`
         return taken.length > 0
       })
@@ -105,18 +105,17 @@ export const makeSettlerNonces = (settler: Address) =>
       gap: Effect.map(view, ({ gap }) => gap),
       record: (nonce, txHash, requestId) =>
         Effect.gen(function* () {
-          const now = yield* at()
+          const now = yield* at
           // Only while this holder still holds the lease: else another may have signed the same nonce meanwhile.
           const recorded = yield* sql`
             INSERT INTO x402_settler_transactions (address, nonce, tx_hash, request_id, signed_at)
             SELECT ${address}, ${nonce}, ${txHash}, ${Option.getOrNull(requestId)}, ${now}
-            WHERE EXISTS (SELECT 1 FROM x402_settlers WHERE address = ${address} AND held_by = ${holder} AND held_until >= ${now})
+            WHERE EXISTS (SELECT 1 FROM x402_settlers WHERE address = ${address} AND held_by = ${holder} AND held_until >= now())
             ON CONFLICT (address, nonce) DO UPDATE SET tx_hash = EXCLUDED.tx_hash, request_id = EXCLUDED.request_id, signed_at = EXCLUDED.signed_at
             RETURNING nonce`
           if (recorded.length === 0) return yield* Effect.fail(new LeaseLost({ settler: address }))
           // The broadcast follows: a fresh lease covers it, so no other holder takes this nonce for a gap meanwhile.
-          const until = yield* at(LEASE)
-          yield* sql`UPDATE x402_settlers SET held_until = ${until} WHERE address = ${address} AND held_by = ${holder}`
+          yield* sql`UPDATE x402_settlers SET held_until = ${leaseEnd} WHERE address = ${address} AND held_by = ${holder}`
         })
     })
 
