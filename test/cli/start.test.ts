@@ -9,13 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { newCreditKey } from "../../src/credits/keys.ts"
 import { type FakeStripe, startFakeStripe } from "../support/fakeStripe.ts"
 import { send } from "../support/http.ts"
-import { freePort, root, serveProcess } from "../support/process.ts"
-
-/** The banner follows the first answers by a moment: wait for a line of it. */
-const waitForOutput = async (output: () => string, text: string) => {
-  for (let i = 0; i < 300 && !output().includes(text); i++) await new Promise((resolve) => setTimeout(resolve, 100))
-  return output()
-}
+import { freePort, root, serveProcess, waitForOutput } from "../support/process.ts"
 
 describe("npm start", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "morsel-start-"))

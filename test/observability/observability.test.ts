@@ -5,7 +5,7 @@ import { fundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionFailure, VisionModel } from "../../src/analysis/VisionModel.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
 import { Limits } from "../../src/limits/Limits.ts"
-import { closeServer, readBody, send } from "../support/http.ts"
+import { closeServer, metricSample, readBody, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
@@ -30,12 +30,6 @@ const analyze = (url: string, key: string, language: "en" | "lt" = "en") =>
     body: { image_base64: image.base64, mime_type: image.mime, language }
   })
 
-/** One sample's value in a Prometheus text page, or undefined. */
-const sample = (page: string, series: string): number | undefined => {
-  const line = page.split("\n").find((l) => l.startsWith(`${series} `))
-  return line === undefined ? undefined : Number(line.slice(series.length + 1))
-}
-
 describe("metrics", () => {
   it.scoped("off by default: /metrics is 404", () =>
     Effect.gen(function* () {
@@ -52,24 +46,24 @@ describe("metrics", () => {
       expect(before.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8")
       expect(before.text).toContain("# TYPE morsel_credits_consumed_total counter")
       expect(before.text).toContain("# TYPE morsel_x402_pending gauge")
-      const consumedBefore = sample(before.text, "morsel_credits_consumed_total") ?? 0
-      const successBefore = sample(before.text, 'morsel_analyses_total{outcome="success"}') ?? 0
-      const failedBefore = sample(before.text, 'morsel_analyses_total{outcome="analysis_failed"}') ?? 0
+      const consumedBefore = metricSample(before.text, "morsel_credits_consumed_total") ?? 0
+      const successBefore = metricSample(before.text, 'morsel_analyses_total{outcome="success"}') ?? 0
+      const failedBefore = metricSample(before.text, 'morsel_analyses_total{outcome="analysis_failed"}') ?? 0
 
       expect((yield* Effect.promise(() => analyze(url, "metrics-test-key-0001"))).status).toBe(200)
       expect((yield* Effect.promise(() => analyze(url, "metrics-test-key-0002", "lt"))).status).toBe(502)
       expect((yield* Effect.promise(() => send(`${url}/health`))).status).toBe(200)
 
       const after = (yield* scrape).text
-      expect(sample(after, "morsel_credits_consumed_total")).toBe(consumedBefore + 1)
-      expect(sample(after, 'morsel_analyses_total{outcome="success"}')).toBe(successBefore + 1)
-      expect(sample(after, 'morsel_analyses_total{outcome="analysis_failed"}')).toBe(failedBefore + 1)
-      expect(sample(after, 'morsel_http_requests_total{route="/v1/analyze",status="502"}')).toBeGreaterThanOrEqual(1)
-      expect(sample(after, 'morsel_http_requests_total{route="/v1/analyze",status="200"}')).toBeGreaterThanOrEqual(1)
-      expect(sample(after, 'morsel_http_requests_total{route="/health",status="200"}')).toBeGreaterThanOrEqual(1)
-      expect(sample(after, "morsel_x402_pending")).toBe(0)
-      expect(sample(after, 'morsel_analysis_duration_seconds_bucket{le="+Inf"}')).toBe(sample(after, "morsel_analysis_duration_seconds_count"))
-      expect(sample(after, "morsel_analysis_duration_seconds_count")).toBeGreaterThanOrEqual(2)
+      expect(metricSample(after, "morsel_credits_consumed_total")).toBe(consumedBefore + 1)
+      expect(metricSample(after, 'morsel_analyses_total{outcome="success"}')).toBe(successBefore + 1)
+      expect(metricSample(after, 'morsel_analyses_total{outcome="analysis_failed"}')).toBe(failedBefore + 1)
+      expect(metricSample(after, 'morsel_http_requests_total{route="/v1/analyze",status="502"}')).toBeGreaterThanOrEqual(1)
+      expect(metricSample(after, 'morsel_http_requests_total{route="/v1/analyze",status="200"}')).toBeGreaterThanOrEqual(1)
+      expect(metricSample(after, 'morsel_http_requests_total{route="/health",status="200"}')).toBeGreaterThanOrEqual(1)
+      expect(metricSample(after, "morsel_x402_pending")).toBe(0)
+      expect(metricSample(after, 'morsel_analysis_duration_seconds_bucket{le="+Inf"}')).toBe(metricSample(after, "morsel_analysis_duration_seconds_count"))
+      expect(metricSample(after, "morsel_analysis_duration_seconds_count")).toBeGreaterThanOrEqual(2)
     }), 120_000)
 })
 

@@ -11,7 +11,8 @@ import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeImage } from "../support/images.ts"
-import { root, type Served, serveProcess } from "../support/process.ts"
+import { metricSample } from "../support/http.ts"
+import { root, type Served, serveProcess, waitForOutput } from "../support/process.ts"
 
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 
@@ -81,8 +82,7 @@ describe("morsel serve --sandbox", () => {
     photo = await makeImage(64, 48)
     sandbox = await serveProcess(["--sandbox"], { METRICS: "on", LOG_FORMAT: "json" })
     url = sandbox.url
-    // The banner follows the first answers by a moment.
-    for (let i = 0; i < 300 && !output().includes("morsel SANDBOX on"); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+    await waitForOutput(output, "morsel SANDBOX on")
   }, 180_000)
 
   afterAll(async () => {
@@ -204,7 +204,7 @@ describe("morsel serve --sandbox", () => {
   it("METRICS=on: the counters moved with the credit analyses, the x402 payments and the failures above", async () => {
     const metrics = await call("/metrics")
     expect(metrics.status).toBe(200)
-    const sample = (series: string) => Number(metrics.text.split("\n").find((l) => l.startsWith(`${series} `))?.slice(series.length + 1))
+    const sample = (series: string) => metricSample(metrics.text, series)
     // Credits: four packs bought, two spent (REST and MCP above); x402: two paid, one of them pending first.
     expect(sample("morsel_credits_granted_total")).toBe(2000)
     expect(sample("morsel_credits_consumed_total")).toBeGreaterThanOrEqual(2)

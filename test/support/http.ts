@@ -49,3 +49,9 @@ export const closeServer = (server: Server): Promise<void> =>
     server.close(() => resolve())
     server.closeAllConnections()
   })
+
+/** One sample's value in a Prometheus text page (`series` with its labels as printed), or undefined. */
+export const metricSample = (page: string, series: string): number | undefined => {
+  const line = page.split("\n").find((l) => l.startsWith(`${series} `))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}

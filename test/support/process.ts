@@ -73,3 +73,9 @@ export const serveProcess = async (
   await stop()
   throw new Error(`server did not answer /health: ${output}`)
 }
+
+/** What a server prints after its first answers (its banner) comes a moment later: wait for `text`, 30 s at most. */
+export const waitForOutput = async (output: () => string, text: string) => {
+  for (let i = 0; i < 300 && !output().includes(text); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+  return output()
+}
