@@ -1,15 +1,8 @@
 /** The seam through which an analysis is paid for: identify the payer, reserve, then commit or release. */
 import { Context, type Effect, type Option } from "effect"
 import type { Conflict, InvalidRequest, PaymentRequired, ServiceUnavailable, Unauthorized } from "../domain/errors.ts"
+import type { FundingKind, Payer } from "../domain/payer.ts"
 
-export type FundingKind = "credit" | "x402"
-
-/** Who pays: the idempotency scope and the subject of per-payer limits. */
-export interface Payer {
-  readonly kind: FundingKind
-  /** Stable identifier, e.g. `key:<fingerprint>` or `wallet:<lowercase address>`; never a secret. */
-  readonly id: string
-}
 
 /** What a completed payment hands back to the caller (x402: the PAYMENT-RESPONSE header value). */
 export interface Settled {

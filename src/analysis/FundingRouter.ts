@@ -1,7 +1,8 @@
 /** Chooses how a request is paid: a Bearer key goes to card credits, a PAYMENT-SIGNATURE to x402. */
 import { Effect, Layer, Option } from "effect"
 import { InvalidRequest, type PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
-import { Funding, type FundingKind, type FundingMethod } from "./Funding.ts"
+import type { FundingKind } from "../domain/payer.ts"
+import { Funding, type FundingMethod } from "./Funding.ts"
 
 /** One way of paying, as the credits and x402 features implement it. */
 export interface PaymentPath<E> {

@@ -5,7 +5,7 @@ import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import type { Settings } from "../config.ts"
 import { AnalysisResult } from "../domain/schemas.ts"
 import { Ids } from "../ids.ts"
-import type { FundingKind } from "./Funding.ts"
+import type { FundingKind } from "../domain/payer.ts"
 
 export const RESULT_RETENTION_MS = 24 * 60 * 60 * 1000
 

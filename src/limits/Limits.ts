@@ -1,7 +1,7 @@
 /** Admission control for new analyses (SPEC §8): rolling windows and concurrency leases kept in PostgreSQL for every instance. */
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Ref } from "effect"
-import type { Payer } from "../analysis/Funding.ts"
+import type { Payer } from "../domain/payer.ts"
 import { AppConfig, type Limits as LimitSettings } from "../config.ts"
 import { ServiceUnavailable, TooManyRequests } from "../domain/errors.ts"
 

@@ -1,7 +1,7 @@
 /** Shared pieces of the limits tests: the limits on a fresh test database, and analyses started the way the pipeline starts them. */
 import { randomUUID } from "node:crypto"
 import { Effect, Either, Layer } from "effect"
-import type { FundingKind, Payer } from "../../src/analysis/Funding.ts"
+import type { FundingKind, Payer } from "../../src/domain/payer.ts"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
 import { AppConfig } from "../../src/config.ts"
 import { type Admission, Limits, LimitsLive } from "../../src/limits/Limits.ts"
