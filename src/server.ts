@@ -6,9 +6,9 @@ import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import { AdminRoute } from "./admin/AdminRoute.ts"
 import { AnalyzerLive } from "./analysis/Analyzer.ts"
-import type { Funding } from "./analysis/Funding.ts"
-import { FundingRouterLive } from "./analysis/FundingRouter.ts"
-import { AnalysisHttpLive, AnalyzeRequestsLive } from "./analysis/http.ts"
+import { AnalyzeRequestsLive } from "./analysis/AnalyzeRequests.ts"
+import { Funding, fundingOf } from "./analysis/Funding.ts"
+import { AnalysisHttpLive } from "./analysis/http.ts"
 import { RequestStore, RequestStoreLive } from "./analysis/RequestStore.ts"
 import { StaleAttemptSweeperLive } from "./analysis/sweeper.ts"
 import type { VisionModel } from "./analysis/VisionModel.ts"
@@ -85,24 +85,8 @@ export const featureServices = <EP = never, RP = never, EC = never, RC = never>(
 /** The features as the settings choose them (Stripe or no card processor; a Base chain or no x402). */
 export const FeatureServices = featureServices()
 
-/** Card credits for a Bearer key, x402 for a PAYMENT-SIGNATURE. */
-export const FundingLive = FundingRouterLive(
-  Effect.gen(function* () {
-    const credit = yield* CreditFunding
-    const x402 = yield* X402Funding
-    return {
-      credit,
-      x402: {
-        identify: x402.identify,
-        abandon: x402.release,
-        // A claim is released with its attempt; what was submitted is the reconciler's.
-        releaseOrphans: () => Effect.void,
-        challenge: x402.challenge,
-        challengeWith: x402.challengeWith
-      }
-    }
-  })
-)
+/** Card credits for a Bearer key, x402 for a payment. */
+export const FundingLive = Layer.effect(Funding, Effect.map(Effect.all({ credit: CreditFunding, x402: X402Funding }), fundingOf))
 
 /** The outside dependencies as they run in production. */
 export const LiveDependencies = Layer.mergeAll(VisionModelLive, FoodDbLive, FundingLive, LimitsLive)

@@ -1,20 +1,66 @@
-/** The seam through which an analysis is paid for: identify the payer, reserve, then commit or release. */
-import { Context, type Effect, type Option } from "effect"
-import type { Conflict, InvalidRequest, PaymentRequired, ServiceUnavailable, Unauthorized } from "../domain/errors.ts"
+/** The seam through which an analysis is paid for: the credential a request carries, the rails that take it, and Funding composed of them. */
+import { Context, Data, Effect, Either, Option, Redacted } from "effect"
+import { type Conflict, InvalidRequest, type PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
 import type { FundingKind, Payer } from "../domain/payer.ts"
+import type { DecodedPayment } from "../x402/protocol.ts"
 
+/** What a request carries to pay with, decoded once where it arrives (REST headers, MCP metadata). */
+export type Credential = Data.TaggedEnum<{
+  /** Nothing: the answer is the price challenge. */
+  None: {}
+  /** A credit key from `Authorization: Bearer <key>`; None when the header holds no Bearer key. */
+  Bearer: { readonly key: Option.Option<Redacted.Redacted<string>> }
+  /** An x402 payment, or why it cannot be read. */
+  Payment: { readonly payment: Either.Either<DecodedPayment, string> }
+}>
+export const Credential = Data.taggedEnum<Credential>()
+
+export type BearerCredential = Data.TaggedEnum.Value<Credential, "Bearer">
+export type PaymentCredential = Data.TaggedEnum.Value<Credential, "Payment">
+
+/** The key of an `Authorization: Bearer <key>` header value (scheme case-insensitive), or None. */
+export const bearerKey = (authorization: string): Option.Option<Redacted.Redacted<string>> => {
+  const match = /^Bearer +(\S+)\s*$/i.exec(authorization)
+  return match?.[1] === undefined ? Option.none() : Option.some(Redacted.make(match[1]))
+}
+
+const bothSent = new InvalidRequest({
+  error: { code: "invalid_request", message: "send either Authorization (credits) or PAYMENT-SIGNATURE (x402), not both" }
+})
+
+/** The credential of a request from its Authorization header and its decoded payment; a request is paid one way only. */
+export const credentialOf = (
+  authorization: Option.Option<string>,
+  payment: Option.Option<Either.Either<DecodedPayment, string>>
+): Either.Either<Credential, InvalidRequest> => {
+  if (Option.isSome(authorization) && Option.isSome(payment)) return Either.left(bothSent)
+  if (Option.isSome(authorization)) return Either.right(Credential.Bearer({ key: bearerKey(authorization.value) }))
+  if (Option.isSome(payment)) return Either.right(Credential.Payment({ payment: payment.value }))
+  return Either.right(Credential.None())
+}
 
 /** What a completed payment hands back to the caller (x402: the PAYMENT-RESPONSE header value). */
 export interface Settled {
   readonly paymentResponse: Option.Option<string>
 }
 
+/** How the analysis being paid for is saved; each method calls these in its own order. */
+export interface Save {
+  /** Save the result as awaiting its payment: done before a payment is submitted, so no paid result is lost. */
+  readonly pending: Effect.Effect<void, ServiceUnavailable>
+  /** Save the result as paid, with the receipt a replay hands back. */
+  readonly complete: (paymentResponse: Option.Option<string>) => Effect.Effect<void, ServiceUnavailable>
+  /** Record that the attempt failed with this code, nothing charged. */
+  readonly failed: (code: string) => Effect.Effect<void>
+}
+
 export interface Reservation {
   /**
-   * Consume the reserved credit or settle the payment; only called with a validated result. A payment that can
-   * no longer happen (the payer drained the wallet meanwhile) fails with PaymentRequired and nothing is served.
+   * Consume the reserved credit or settle the payment, and save the validated result through `save`. On failure
+   * the reservation is given back and the failure saved, except for a payment still pending on chain. A payment
+   * that can no longer happen (the payer drained the wallet meanwhile) fails with PaymentRequired.
    */
-  readonly commit: Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
+  readonly settle: (save: Save) => Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
   /** Give back whatever was reserved; safe to call more than once. */
   readonly release: Effect.Effect<void>
 }
@@ -23,22 +69,35 @@ export interface FundingMethod {
   readonly payer: Payer
   /** Reserve the price of one analysis for `requestId`; nothing is consumed yet. */
   readonly reserve: (requestId: string) => Effect.Effect<Reservation, PaymentRequired | Conflict | ServiceUnavailable>
-  /** Finish a payment left pending by an earlier attempt of the same request (x402 only). */
-  readonly resume: (requestId: string) => Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
+  /** Finish a payment left pending by an earlier attempt of the same request (x402 only), saving through `save`. */
+  readonly resume: (requestId: string, save: Save) => Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
 }
 
-export interface Credentials {
-  readonly authorization: Option.Option<string>
-  readonly paymentSignature: Option.Option<string>
+/** One way of paying (card credits, x402): the credential it takes, and what it gives back when attempts vanish. */
+export interface FundingRail<C extends Credential, E> {
+  /** The method that pays with this credential, or why the credential cannot pay. */
+  readonly identify: (credential: C) => Effect.Effect<FundingMethod, E>
+  /** Give back the reservation of an attempt whose instance vanished mid-analysis; idempotent. */
+  readonly abandon: (requestId: string) => Effect.Effect<void>
+  /** Give back reservations made before `olderThan` whose analysis is no longer running. */
+  readonly releaseOrphans: (olderThan: Date) => Effect.Effect<void>
+}
+
+/** The 402 answers of a rail that offers a price to pay per call. */
+export interface PriceChallenge {
+  /** The 402 answer for a request that carries no funding (the challenge, or a refusal when the rail is off). */
+  readonly challenge: Effect.Effect<never, PaymentRequired>
+  /** A 402 with another code that still offers per-call payment when the rail is on. */
+  readonly challengeWith: (code: "insufficient_credits" | "key_paused", message: string) => Effect.Effect<never, PaymentRequired>
 }
 
 export class Funding extends Context.Tag("morsel/Funding")<
   Funding,
   {
-    /** Resolve the request's credentials; None when it carries neither a Bearer key nor a payment. */
+    /** The method that pays with a key or a payment (the sandbox refuses some pairings with InvalidRequest). */
     readonly identify: (
-      credentials: Credentials
-    ) => Effect.Effect<Option.Option<FundingMethod>, Unauthorized | PaymentRequired | InvalidRequest | ServiceUnavailable>
+      credential: BearerCredential | PaymentCredential
+    ) => Effect.Effect<FundingMethod, Unauthorized | PaymentRequired | InvalidRequest | ServiceUnavailable>
     /** The 402 answer for a request that carries no funding (x402 challenge, or x402 switched off). */
     readonly challenge: Effect.Effect<never, PaymentRequired>
     /** Give back the reservation of an attempt whose instance vanished mid-analysis; idempotent. */
@@ -47,3 +106,28 @@ export class Funding extends Context.Tag("morsel/Funding")<
     readonly releaseOrphans: (olderThan: Date) => Effect.Effect<void>
   }
 >() {}
+
+/** Funding over its two rails: a Bearer key pays with card credits, a payment with x402. */
+export const fundingOf = (rails: {
+  readonly credit: FundingRail<BearerCredential, Unauthorized | ServiceUnavailable>
+  readonly x402: FundingRail<PaymentCredential, PaymentRequired | ServiceUnavailable> & PriceChallenge
+}) => {
+  /** A key out of credits is told it may pay per call: 402 insufficient_credits carrying the x402 challenge. */
+  const offerX402 = (method: FundingMethod): FundingMethod => ({
+    ...method,
+    reserve: (requestId) =>
+      Effect.catchIf(
+        method.reserve(requestId),
+        (error): error is PaymentRequired => error._tag === "PaymentRequired" && error.error.code === "insufficient_credits",
+        (error) => rails.x402.challengeWith("insufficient_credits", error.error.message)
+      )
+  })
+
+  return Funding.of({
+    identify: (credential) =>
+      credential._tag === "Bearer" ? Effect.map(rails.credit.identify(credential), offerX402) : rails.x402.identify(credential),
+    challenge: rails.x402.challenge,
+    abandon: (requestId, kind) => rails[kind].abandon(requestId),
+    releaseOrphans: (olderThan) => Effect.zipRight(rails.credit.releaseOrphans(olderThan), rails.x402.releaseOrphans(olderThan))
+  })
+}

@@ -1,5 +1,5 @@
 /** An in-memory Funding for tests and local trials: Bearer `memory_<name>` spends that name's credits. */
-import { Context, Effect, HashMap, Layer, Option, Ref } from "effect"
+import { Context, Effect, HashMap, Layer, Option, Redacted, Ref } from "effect"
 import { PaymentRequired, Unauthorized } from "../domain/errors.ts"
 import { Funding, type FundingMethod } from "./Funding.ts"
 
@@ -30,7 +30,13 @@ export const fundingMemory = (credits: Readonly<Record<string, number>>) =>
                 : Effect.fail(new PaymentRequired({ error: { code: "insufficient_credits", message: `no credits left for ${name}` } }))
             ),
             Effect.as({
-              commit: Effect.as(Ref.update(open, HashMap.remove(requestId)), { paymentResponse: Option.none() }),
+              // The credit is spent only once the result is saved; a result that cannot be saved gives it back.
+              settle: (save) =>
+                save.complete(Option.none()).pipe(
+                  Effect.tapError(() => release(requestId).pipe(Effect.zipRight(save.failed("not_saved")))),
+                  Effect.zipRight(Ref.update(open, HashMap.remove(requestId))),
+                  Effect.as({ paymentResponse: Option.none() })
+                ),
               release: release(requestId)
             })
           ),
@@ -47,19 +53,14 @@ export const fundingMemory = (credits: Readonly<Record<string, number>>) =>
         )
 
       const funding = Funding.of({
-        identify: ({ authorization, paymentSignature }) => {
-          if (Option.isSome(paymentSignature)) {
+        identify: (credential) => {
+          if (credential._tag === "Payment") {
             return Effect.fail(new PaymentRequired({ error: { code: "x402_unavailable", message: "x402 is not enabled here" } }))
           }
-          return Option.match(authorization, {
-            onNone: () => Effect.succeedNone,
-            onSome: (header) => {
-              const name = /^Bearer memory_(\w+)$/.exec(header)?.[1]
-              return name !== undefined && Object.hasOwn(credits, name)
-                ? Effect.succeedSome(method(name))
-                : Effect.fail(new Unauthorized({ error: { code: "invalid_key", message: "unknown API key" } }))
-            }
-          })
+          const name = Option.flatMap(credential.key, (key) => Option.fromNullable(/^memory_(\w+)$/.exec(Redacted.value(key))?.[1]))
+          return Option.isSome(name) && Object.hasOwn(credits, name.value)
+            ? Effect.succeed(method(name.value))
+            : Effect.fail(new Unauthorized({ error: { code: "invalid_key", message: "unknown API key" } }))
         },
         challenge: Effect.fail(new PaymentRequired({ error: { code: "payment_required", message: "send a Bearer key" } })),
         abandon: (requestId) => release(requestId),

@@ -1,17 +1,13 @@
-/** The credit-key side of the analysis Funding seam: identify a Bearer key, reserve one credit, consume or return it. */
-import { Effect, Option, Redacted } from "effect"
-import type { FundingMethod, Reservation } from "../analysis/Funding.ts"
+/** The card-credit rail of the analysis Funding seam: identify a Bearer key, reserve one credit, consume it with the result or give it back. */
+import { SqlClient } from "@effect/sql"
+import { Effect, Metric, Option } from "effect"
+import type { BearerCredential, FundingMethod, FundingRail, Reservation, Save, Settled } from "../analysis/Funding.ts"
 import { Conflict, PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
+import { creditsConsumed } from "../observability/metrics.ts"
 import { invalidKey, orStorageUnavailable, paymentsUnavailable, storageUnavailable } from "./failures.ts"
 import { KeyFingerprints, payerIdOf } from "./keys.ts"
 import { Ledger } from "./Ledger.ts"
 import { Processor } from "./Processor.ts"
-
-/** The key of an `Authorization: Bearer <key>` header value (scheme case-insensitive), or None. */
-export const bearerKey = (authorization: string): Option.Option<Redacted.Redacted<string>> => {
-  const match = /^Bearer +(\S+)\s*$/i.exec(authorization)
-  return match?.[1] === undefined ? Option.none() : Option.some(Redacted.make(match[1]))
-}
 
 const insufficientCredits = (requestId: string) =>
   new PaymentRequired({
@@ -39,6 +35,7 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
     const keys = yield* KeyFingerprints
     const ledger = yield* Ledger
     const processor = yield* Processor
+    const sql = yield* SqlClient.SqlClient
 
     // An account, once opened, is never removed (paused keys are refused when they reserve): a key seen to exist
     // needs no further read to be identified, so a replay with a known key touches the database once.
@@ -48,30 +45,44 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
       known.add(fingerprint)
     }
 
+    const unsettled: Settled = { paymentResponse: Option.none() }
+
+    const reservationOf = (requestId: string, reservationId: string): Reservation => {
+      const consume = ledger.consume(reservationId).pipe(
+        orStorageUnavailable,
+        Effect.flatMap((outcome) =>
+          outcome === "settled" || outcome === "already_consumed"
+            ? Effect.succeed(unsettled)
+            : // The credit went back (the attempt outlived its lease): nothing is served unpaid.
+              Effect.zipRight(
+                Effect.logWarning("commit after release: the credit stays returned", { request_id: requestId }),
+                Effect.fail(storageUnavailable(requestId))
+              )
+        )
+      )
+      const release = ledger.release(reservationId).pipe(
+        Effect.asVoid,
+        Effect.catchAll((error) =>
+          Effect.logError("credit release failed; the reservation stays held until abandoned", { request_id: requestId, error })
+        )
+      )
+      // Consuming the credit and saving the result are one transaction: never one without the other.
+      const settle = (save: Save) =>
+        sql.withTransaction(Effect.tap(consume, (settled) => save.complete(settled.paymentResponse))).pipe(
+          Effect.catchTag("SqlError", (error) =>
+            Effect.logError("analysis request storage failed", error).pipe(Effect.zipRight(Effect.fail(storageUnavailable(requestId))))
+          ),
+          Effect.tapError(() => release.pipe(Effect.zipRight(save.failed("not_saved")))),
+          Effect.tap(() => Metric.increment(creditsConsumed))
+        )
+      return { settle, release }
+    }
+
     const methodFor = (fingerprint: string): FundingMethod => ({
       payer: { kind: "credit", id: payerIdOf(fingerprint) },
       reserve: (requestId) =>
         ledger.reserve(fingerprint, requestId).pipe(
-          Effect.map((held): Reservation => ({
-            commit: ledger.consume(held.reservationId).pipe(
-              orStorageUnavailable,
-              Effect.flatMap((outcome) =>
-                outcome === "settled" || outcome === "already_consumed"
-                  ? Effect.succeed({ paymentResponse: Option.none<string>() })
-                  : // The credit went back (the attempt outlived its lease): nothing is served unpaid.
-                    Effect.zipRight(
-                      Effect.logWarning("commit after release: the credit stays returned", { request_id: requestId }),
-                      Effect.fail(storageUnavailable(requestId))
-                    )
-              )
-            ),
-            release: ledger.release(held.reservationId).pipe(
-              Effect.asVoid,
-              Effect.catchAll((error) =>
-                Effect.logError("credit release failed; the reservation stays held until abandoned", { request_id: requestId, error })
-              )
-            )
-          })),
+          Effect.map((held) => reservationOf(requestId, held.reservationId)),
           Effect.catchTags({
             ReserveRefused: (refused) =>
               Effect.fail(refused.reason === "key_paused" ? keyPaused(requestId) : insufficientCredits(requestId)),
@@ -93,10 +104,10 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
     })
 
     /** A known key of this server's mode → its funding method; anything else → 401 invalid_key. */
-    const identify = (authorization: string): Effect.Effect<FundingMethod, Unauthorized | ServiceUnavailable> =>
+    const identify = ({ key }: BearerCredential): Effect.Effect<FundingMethod, Unauthorized | ServiceUnavailable> =>
       Effect.gen(function* () {
         if (!processor.enabled) return yield* Effect.fail(paymentsUnavailable())
-        const fingerprint = Option.flatMap(bearerKey(authorization), keys.fingerprint)
+        const fingerprint = Option.flatMap(key, keys.fingerprint)
         if (Option.isNone(fingerprint)) return yield* Effect.fail(invalidKey())
         if (known.has(fingerprint.value)) return methodFor(fingerprint.value)
         const account = yield* ledger.account(fingerprint.value)
@@ -118,6 +129,7 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
         Effect.catchAll((error) => Effect.logError("returning orphaned credit reservations failed", { error }))
       )
 
-    return { identify, abandon, releaseOrphans }
+    const rail: FundingRail<BearerCredential, Unauthorized | ServiceUnavailable> = { identify, abandon, releaseOrphans }
+    return rail
   })
 }) {}

@@ -10,11 +10,12 @@ import {
   McpError
 } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Effect, Either, Exit, Option, Runtime } from "effect"
-import { type AnalyzeError, AnalyzeRequests } from "../analysis/http.ts"
+import { type AnalyzeError, AnalyzeRequests } from "../analysis/AnalyzeRequests.ts"
+import { credentialOf } from "../analysis/Funding.ts"
 import { AppConfig, type Settings } from "../config.ts"
 import { SERVICE_VERSION } from "../http/health.ts"
 import { MAX_BODY_BYTES } from "../http/transport.ts"
-import { decodeInput, errorResult, paymentSignatureOf, successResult, TOOL_NAME, toolChallenge, toolDefinition } from "./tool.ts"
+import { decodeInput, errorResult, paymentOf, successResult, TOOL_NAME, toolChallenge, toolDefinition } from "./tool.ts"
 
 export const MCP_PATH = "/mcp"
 
@@ -54,7 +55,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         if (Either.isLeft(input)) return failed(input.left)
         const { idempotency_key, ...payload } = input.right
         return yield* requests
-          .analyze({ idempotencyKey: idempotency_key, authorization, paymentSignature: paymentSignatureOf(meta), payload })
+          .analyze({ idempotencyKey: idempotency_key, credential: credentialOf(authorization, paymentOf(meta)), payload })
           .pipe(Effect.match({ onFailure: failed, onSuccess: successResult }))
       })
 

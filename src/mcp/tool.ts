@@ -3,7 +3,7 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar"
 import { Either, Option, ParseResult, Schema } from "effect"
-import type { AnalyzeError, Served } from "../analysis/http.ts"
+import type { AnalyzeError, Served } from "../analysis/AnalyzeRequests.ts"
 import { type InvalidRequest, schemaRejection } from "../domain/errors.ts"
 import {
   AnalysisResult,
@@ -17,7 +17,7 @@ import {
 } from "../domain/schemas.ts"
 import { retryAfterSeconds } from "../http/headers.ts"
 import { MAX_JSON_DEPTH, tooDeep, valueNestsDeeperThan } from "../http/transport.ts"
-import { discoveryOutput, resourceInfo, retarget } from "../x402/protocol.ts"
+import { type DecodedPayment, decodePaymentPayload, discoveryOutput, resourceInfo, retarget } from "../x402/protocol.ts"
 
 export const TOOL_NAME = "analyze_food"
 
@@ -120,10 +120,10 @@ export const decodeInput = (args: unknown): Either.Either<ToolInput, InvalidRequ
   )
 }
 
-/** The PAYMENT-SIGNATURE header value of REST: standard base64 of the PaymentPayload's JSON. */
-export const paymentSignatureOf = (meta: Readonly<Record<string, unknown>> | undefined): Option.Option<string> =>
+/** The x402 payment of a call: the PaymentPayload object in its metadata, decoded as REST decodes PAYMENT-SIGNATURE. */
+export const paymentOf = (meta: Readonly<Record<string, unknown>> | undefined): Option.Option<Either.Either<DecodedPayment, string>> =>
   meta !== undefined && Object.hasOwn(meta, PAYMENT_META_KEY) && meta[PAYMENT_META_KEY] !== undefined
-    ? Option.some(Buffer.from(JSON.stringify(meta[PAYMENT_META_KEY]), "utf8").toString("base64"))
+    ? Option.some(decodePaymentPayload(meta[PAYMENT_META_KEY]))
     : Option.none()
 
 const text = (value: unknown) => ({ type: "text" as const, text: JSON.stringify(value) })

@@ -12,7 +12,6 @@ import { InvalidRequest, TooManyRequests } from "../domain/errors.ts"
 import { errorResponse } from "../http/transport.ts"
 import { Limits } from "../limits/Limits.ts"
 import { MemoryChain } from "../x402/MemoryChain.ts"
-import { decodePayment } from "../x402/protocol.ts"
 
 export const SCENARIO_HEADER = "sandbox-scenario"
 export const SANDBOX_HEADER = "morsel-sandbox"
@@ -113,13 +112,13 @@ export const withScenarioPayments = <E, R>(funding: Layer.Layer<Funding, E, R>) 
       const chain = yield* MemoryChain
       return Funding.of({
         ...inner,
-        identify: (credentials) =>
+        identify: (credential) =>
           Effect.gen(function* () {
-            if (!(yield* is("payment_pending"))) return yield* inner.identify(credentials)
-            if (Option.isSome(credentials.authorization)) return yield* creditsCannotPend
-            const payment = Option.flatMap(credentials.paymentSignature, (header) => Either.getRight(decodePayment(header)))
+            if (!(yield* is("payment_pending"))) return yield* inner.identify(credential)
+            if (credential._tag === "Bearer") return yield* creditsCannotPend
+            const payment = Either.getRight(credential.payment)
             if (Option.isSome(payment)) yield* chain.holdFirstSettlement(payment.value.authorization.from, payment.value.authorization.nonce)
-            return yield* inner.identify(credentials)
+            return yield* inner.identify(credential)
           })
       })
     })

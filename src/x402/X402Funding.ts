@@ -2,11 +2,12 @@
 import type { SqlClient } from "@effect/sql"
 import { encodePaymentSignatureHeader } from "@x402/core/http"
 import type { PaymentRequirements } from "@x402/core/types"
-import { Clock, ConfigError, Context, Effect, Layer, Option } from "effect"
+import { Cause, Clock, ConfigError, Context, Effect, Exit, Layer, Option } from "effect"
 import { type Address, getAddress, isAddressEqual } from "viem"
-import type { FundingMethod, Reservation, Settled } from "../analysis/Funding.ts"
+import type { FundingMethod, FundingRail, PaymentCredential, PriceChallenge, Reservation, Save, Settled } from "../analysis/Funding.ts"
 import { AppConfig } from "../config.ts"
 import { Conflict, PaymentRequired, ServiceUnavailable } from "../domain/errors.ts"
+import { count, x402Settlements } from "../observability/metrics.ts"
 import { EvmChain, EvmChainLive } from "./EvmChain.ts"
 import { type Outcome, Payments, PaymentsLive } from "./Payments.ts"
 import { PaymentStore, PaymentStoreLive } from "./PaymentStore.ts"
@@ -15,7 +16,6 @@ import {
   authorizationSigner,
   challengeFailure,
   type DecodedPayment,
-  decodePayment,
   MAX_TIMEOUT_SECONDS,
   NETWORK,
   pendingResponse,
@@ -39,22 +39,19 @@ const VALIDITY_MARGIN_SECONDS = 60
 /** SPEC §7: a pending payment is retried after 60 seconds. */
 export const PENDING_RETRY_AFTER_SECONDS = 60
 
-export type ChallengeCode = "payment_required" | "insufficient_credits" | "key_paused"
-
+/**
+ * The x402 rail of the analysis Funding seam. `identify` proves the payment's signer (an undecodable payment is a
+ * 402 `invalid_payment` with a fresh challenge); `challenge` is the 402 price challenge (body and PAYMENT-REQUIRED
+ * header), or `x402_unavailable` when x402 is off; `abandon` gives back the claim of an attempt that vanished, a
+ * submitted payment being left to reconciliation.
+ */
 export class X402Funding extends Context.Tag("morsel/x402/X402Funding")<
   X402Funding,
-  {
-    /** Whether x402 is on (X402_PAY_TO set). */
-    readonly enabled: boolean
-    /** Decode PAYMENT-SIGNATURE; an undecodable payment is a 402 `invalid_payment` with a fresh challenge. */
-    readonly identify: (paymentSignature: string) => Effect.Effect<FundingMethod, PaymentRequired>
-    /** The 402 price challenge (body and PAYMENT-REQUIRED header), or `x402_unavailable` when x402 is off. */
-    readonly challenge: Effect.Effect<never, PaymentRequired>
-    /** A 402 with another code (e.g. `insufficient_credits`) that still offers per-call payment when x402 is on. */
-    readonly challengeWith: (code: ChallengeCode, message: string) => Effect.Effect<never, PaymentRequired>
-    /** Give back the claim of an attempt that vanished (abandoned lease); a submitted payment is left to reconciliation. */
-    readonly release: (requestId: string) => Effect.Effect<void>
-  }
+  FundingRail<PaymentCredential, PaymentRequired | ServiceUnavailable> &
+    PriceChallenge & {
+      /** Whether x402 is on (X402_PAY_TO set). */
+      readonly enabled: boolean
+    }
 >() {}
 
 const reasons: Record<string, string> = {
@@ -83,12 +80,39 @@ export const explain = (reason: string): string => {
 
 const toSettled = (outcome: Outcome & { readonly _tag: "Settled" }): Settled => ({ paymentResponse: Option.some(outcome.paymentResponse) })
 
+/** Counts a settlement attempt: `settled`, `payment_pending` or the code of its failure. */
+const settlement = <A, E extends { readonly error: { readonly code: string } }, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.onExit(effect, (exit) =>
+    count(x402Settlements, {
+      outcome: Exit.match(exit, {
+        onSuccess: () => "settled",
+        onFailure: (cause) => Option.match(Cause.failureOption(cause), { onNone: () => "internal_error", onSome: (e) => e.error.code })
+      })
+    })
+  )
+
+const isPending = (error: PaymentRequired | ServiceUnavailable) => error._tag === "ServiceUnavailable" && error.error.code === "payment_pending"
+
+/** Saves the outcome of a settlement: the result as paid, or a payment that can no longer happen as failed. */
+const saved = (save: Save) => (settling: Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>) =>
+  settling.pipe(
+    settlement,
+    Effect.tapError((error) => (error._tag === "PaymentRequired" ? save.failed("payment_failed") : Effect.void)),
+    Effect.tap((settled) => save.complete(settled.paymentResponse))
+  )
+
+/** A claimed authorization: a Reservation that can also be submitted alone, for a request whose result is saved already. */
+interface Claimed extends Reservation {
+  readonly submit: Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
+}
+
 const disabled: Context.Tag.Service<X402Funding> = {
   enabled: false,
   identify: () => unavailable,
   challenge: unavailable,
   challengeWith: (code, message) => Effect.fail(new PaymentRequired({ error: { code, message } })),
-  release: () => Effect.void
+  abandon: () => Effect.void,
+  releaseOrphans: () => Effect.void
 }
 
 export const X402FundingLive = Layer.effect(
@@ -159,16 +183,29 @@ export const X402FundingLive = Layer.effect(
       }
     }
 
-    const reservationFor = (requestId: string, payment: DecodedPayment): Reservation => ({
-      commit: payments
+    const reservationFor = (requestId: string, payment: DecodedPayment): Claimed => {
+      const submit = payments
         .settle(requestId, payment)
-        .pipe(Effect.flatMap(settledOrFail(requestId, payment)), Effect.annotateLogs({ request_id: requestId, payer: payment.payer })),
-      release: store.release(requestId).pipe(
+        .pipe(Effect.flatMap(settledOrFail(requestId, payment)), Effect.annotateLogs({ request_id: requestId, payer: payment.payer }))
+      const release = store.release(requestId).pipe(
         Effect.tap((removed) => (removed ? Effect.logInfo("x402 claim released; nothing was submitted") : Effect.void)),
         Effect.catchAll((e) => Effect.logWarning("x402 claim release failed", e.message)),
         Effect.asVoid
       )
-    })
+      const settle = (save: Save) =>
+        Effect.gen(function* () {
+          // A payment is saved as pending before it is submitted, so no paid result is ever lost.
+          yield* save.pending.pipe(Effect.tapError(() => release))
+          // A payment still pending on chain keeps its claim and its saved result: the retry or the reconciler finishes it.
+          const settled = yield* submit.pipe(
+            settlement,
+            Effect.tapError((error) => (isPending(error) ? Effect.void : release.pipe(Effect.zipRight(save.failed(error.error.code)))))
+          )
+          yield* save.complete(settled.paymentResponse)
+          return settled
+        })
+      return { settle, release, submit }
+    }
 
     const reserve = (payment: DecodedPayment) => (requestId: string) =>
       Effect.gen(function* () {
@@ -261,27 +298,25 @@ export const X402FundingLive = Layer.effect(
         return reservationFor(requestId, payment)
       }).pipe(Effect.annotateLogs({ request_id: requestId, payer: payment.payer }))
 
-    const resume = (payment: DecodedPayment, method: () => FundingMethod) => (requestId: string) =>
+    const resume = (payment: DecodedPayment) => (requestId: string, save: Save) =>
       Effect.gen(function* () {
         const record = yield* store.get(requestId).pipe(Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId)))
         if (Option.isNone(record)) {
-          // Nothing was ever claimed for this request, so nothing can land: pay for it now.
-          const reservation = yield* method().reserve(requestId).pipe(
-            Effect.catchTag("Conflict", (c) => invalid(c.error.message))
-          )
-          return yield* reservation.commit
+          // Nothing was ever claimed for this request, so nothing can land: pay for it now (its result is saved already).
+          const reservation = yield* reserve(payment)(requestId).pipe(Effect.catchTag("Conflict", (c) => invalid(c.error.message)))
+          return yield* reservation.submit
         }
         // The recorded payment decides, whatever this retry carries: it is submitted from its own stored
         // signature, and only a payment that can no longer land is answered with a 402.
         const outcome = yield* payments.reconcile(requestId, Option.none(), true)
         return yield* settledOrFail(requestId, payment)(outcome)
-      }).pipe(Effect.annotateLogs({ request_id: requestId, payer: payment.payer }))
+      }).pipe(saved(save), Effect.annotateLogs({ request_id: requestId, payer: payment.payer }))
 
-    return {
+    const rail: Context.Tag.Service<X402Funding> = {
       enabled: true,
-      identify: (header) =>
+      identify: (credential) =>
         Effect.gen(function* () {
-          const decoded = decodePayment(header)
+          const decoded = credential.payment
           if (decoded._tag === "Left") return yield* invalid(decoded.left)
           const payment = decoded.right
           // Signed for another chain, the signature cannot match ours: say which term is wrong.
@@ -296,18 +331,21 @@ export const X402FundingLive = Layer.effect(
           const method: FundingMethod = {
             payer: { kind: "x402", id: `wallet:${payment.payer}` },
             reserve: reserve(payment),
-            resume: resume(payment, () => method)
+            resume: resume(payment)
           }
           return method
         }),
       challenge: challengeFailure(terms, "payment_required", "Payment required: 0.01 USDC per successful analysis over x402 (see PAYMENT-REQUIRED), or a Bearer credit key"),
       challengeWith: (code, message) => challengeFailure(terms, code, message),
-      release: (requestId) =>
+      abandon: (requestId) =>
         store.release(requestId).pipe(
           Effect.catchAll((e) => Effect.logWarning("x402 claim release failed", e.message)),
           Effect.asVoid
-        )
+        ),
+      // A claim is released with its attempt; what was submitted is the reconciler's.
+      releaseOrphans: () => Effect.void
     }
+    return rail
   })
 )
 

@@ -156,6 +156,11 @@ export const decodePayment = (header: string): Either.Either<DecodedPayment, str
   } catch {
     return Either.left("PAYMENT-SIGNATURE is not base64-encoded JSON")
   }
+  return decodePaymentPayload(raw)
+}
+
+/** Decodes a v2 PaymentPayload object with an EIP-3009 authorization (as the MCP transport carries it, or PAYMENT-SIGNATURE's JSON). */
+export const decodePaymentPayload = (raw: unknown): Either.Either<DecodedPayment, string> => {
   const parsed = parsePaymentPayload(raw)
   if (!parsed.success) return Either.left(`PAYMENT-SIGNATURE is not an x402 payment payload: ${parsed.error.issues[0]?.message ?? "invalid"}`)
   const data = parsed.data

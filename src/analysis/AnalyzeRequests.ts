@@ -1,0 +1,230 @@
+/** One analysis request from any transport (REST, MCP): validation, funding, idempotency, limits, the analysis and payment, in that order. */
+import { createHash } from "node:crypto"
+import { SqlError } from "@effect/sql"
+import { Cause, Context, Duration, Effect, Either, Exit, Fiber, Layer, Metric, Option, Schema } from "effect"
+import { AppConfig } from "../config.ts"
+import { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
+import {
+  AnalysisFailed,
+  type AnalysisTimeout,
+  Conflict,
+  Gone,
+  InvalidRequest,
+  type NoFoodDetected,
+  PayloadTooLarge,
+  type PaymentRequired,
+  type ServiceUnavailable,
+  type TooManyRequests,
+  type Unauthorized
+} from "../domain/errors.ts"
+import { inspectImage } from "../domain/image.ts"
+import { AnalysisResult, type AnalyzeRequest } from "../domain/schemas.ts"
+import { Limits } from "../limits/Limits.ts"
+import { analyses, analysisDuration, count } from "../observability/metrics.ts"
+import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
+import { type Credential, Funding, type FundingMethod, type Save, type Settled } from "./Funding.ts"
+import { AttemptLost, attemptLeaseMs, RequestStore } from "./RequestStore.ts"
+
+/** What makes two requests "the same input"; the image itself is never stored. */
+export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest) =>
+  createHash("sha256")
+    .update(createHash("sha256").update(image).digest("hex"))
+    .update(`|${request.mime_type}|${request.language}|${request.known_total_grams ?? ""}`)
+    .digest("hex")
+
+const validateResult = Schema.validate(AnalysisResult)
+
+/** Counts a started analysis by outcome (`success` or its error code), times it and logs one line about it. */
+const observed = <A, E extends { readonly error: { readonly code: string } }, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(Effect.timed(Effect.exit(effect)), ([elapsed, exit]) => {
+    const outcome = Exit.match(exit, {
+      onSuccess: () => "success",
+      onFailure: (cause) => Option.match(Cause.failureOption(cause), { onNone: () => "internal_error", onSome: (e) => e.error.code })
+    })
+    const seconds = Duration.toSeconds(elapsed)
+    return Effect.zipRight(
+      Effect.all([
+        Metric.update(analysisDuration, seconds),
+        count(analyses, { outcome }),
+        Effect.logInfo("analysis finished").pipe(Effect.annotateLogs({ outcome, seconds }))
+      ]),
+      exit
+    )
+  })
+
+/** A request as every transport (REST, MCP) hands it over, after schema validation. */
+export interface AnalyzeCall {
+  readonly idempotencyKey: string
+  /** What the request pays with, decoded by the transport; a refusal (both a key and a payment) is answered after the image is checked. */
+  readonly credential: Either.Either<Credential, InvalidRequest>
+  readonly payload: AnalyzeRequest
+}
+
+/** A served result and, for x402, the PAYMENT-RESPONSE receipt to hand back with it. */
+export interface Served {
+  readonly result: AnalysisResult
+  readonly paymentResponse: Option.Option<string>
+}
+
+export type AnalyzeError = Effect.Effect.Error<ReturnType<Context.Tag.Service<typeof AnalyzeRequests>["analyze"]>>
+
+export class AnalyzeRequests extends Context.Tag("morsel/AnalyzeRequests")<
+  AnalyzeRequests,
+  {
+    readonly analyze: (
+      call: AnalyzeCall
+    ) => Effect.Effect<
+      Served,
+      | InvalidRequest
+      | PayloadTooLarge
+      | Unauthorized
+      | PaymentRequired
+      | Conflict
+      | Gone
+      | TooManyRequests
+      | NoFoodDetected
+      | AnalysisFailed
+      | AnalysisTimeout
+      | ServiceUnavailable
+    >
+  }
+>() {}
+
+export const AnalyzeRequestsLive = Layer.effect(
+  AnalyzeRequests,
+  Effect.gen(function* () {
+    const settings = yield* AppConfig
+    const funding = yield* Funding
+    const store = yield* RequestStore
+    const limits = yield* Limits
+    const analyzer = yield* Analyzer
+    const leaseMs = attemptLeaseMs(settings)
+
+    /** Storage trouble and a lost attempt are 503s the caller may retry unchanged, never a 500. */
+    const stored = <A, E, R>(requestId: string, effect: Effect.Effect<A, E | SqlError.SqlError | AttemptLost, R>) =>
+      Effect.catchIf(
+        effect,
+        (e): e is SqlError.SqlError | AttemptLost => e instanceof SqlError.SqlError || e instanceof AttemptLost,
+        (e) => Effect.logError("analysis request storage failed", e).pipe(Effect.zipRight(Effect.fail(storageUnavailable(requestId))))
+      )
+
+    const served = (result: AnalysisResult, settled: Settled): Served => ({ result, paymentResponse: settled.paymentResponse })
+
+    /** How a funding method saves the result of `requestId`; storage trouble is a 503, a failure a closed attempt. */
+    const saveOf = (requestId: string, result: AnalysisResult): Save => ({
+      pending: stored(requestId, store.pending(requestId, result, Option.none())),
+      complete: (paymentResponse) => stored(requestId, store.complete(requestId, result, paymentResponse)),
+      failed: (code) => Effect.ignoreLogged(store.fail(requestId, code, false))
+    })
+
+    /** The analysis itself runs on its own fiber: a caller who hangs up does not cancel it, the deadline still does. */
+    const analyse = (requestId: string, image: Uint8Array, payload: AnalyzeRequest) =>
+      analyzer
+        .run({ requestId, image, mime: payload.mime_type, language: payload.language, knownTotalGrams: payload.known_total_grams })
+        .pipe(
+          Effect.flatMap((result) =>
+            validateResult(result).pipe(
+              Effect.mapError(
+                () =>
+                  new AnalysisRejected({
+                    error: new AnalysisFailed({
+                      error: { code: "analysis_failed", message: "the analysis produced an invalid result", request_id: requestId }
+                    }),
+                    countsAsFailure: true
+                  })
+              )
+            )
+          ),
+          Effect.interruptible,
+          Effect.forkDaemon,
+          Effect.flatMap(Fiber.join)
+        )
+
+    const attempt = (method: FundingMethod, requestId: string, image: Uint8Array, payload: AnalyzeRequest) =>
+      Effect.gen(function* () {
+        // Refused before anything was reserved: the attempt never became one.
+        const forget = Effect.ignoreLogged(store.forget(requestId))
+        const admission = yield* limits.admit(method.payer, requestId).pipe(Effect.tapError(() => forget))
+        const reservation = yield* method.reserve(requestId).pipe(
+          Effect.tapError(() => forget),
+          Effect.onError(() => admission.release)
+        )
+        // Whatever was reserved goes back; if storage fails here, the sweeper finishes the job after the lease.
+        const giveBack = (code: string, countsAsFailure: boolean) =>
+          reservation.release.pipe(Effect.zipRight(store.fail(requestId, code, countsAsFailure)), Effect.ignoreLogged)
+        return yield* Effect.gen(function* () {
+          const result = yield* analyse(requestId, image, payload).pipe(
+            Effect.ensuring(admission.release),
+            Effect.catchTag("AnalysisRejected", (rejected) =>
+              Effect.zipRight(giveBack(rejected.error.error.code, rejected.countsAsFailure), Effect.fail(rejected.error))
+            )
+          )
+          const settled = yield* reservation.settle(saveOf(requestId, result))
+          return served(result, settled)
+        }).pipe(Effect.tapDefect(() => giveBack("internal_error", false)))
+      })
+
+    const resume = (method: FundingMethod, requestId: string, result: AnalysisResult) =>
+      Effect.map(method.resume(requestId, saveOf(requestId, result)), (settled) => served(result, settled))
+
+    const analyze = ({ credential: decoded, idempotencyKey, payload }: AnalyzeCall) =>
+        Effect.gen(function* () {
+          const inspected = inspectImage(payload.image_base64, payload.mime_type)
+          if (Either.isLeft(inspected)) {
+            const { message, reason } = inspected.left
+            return yield* reason === "image_too_large"
+              ? new PayloadTooLarge({ error: { code: "image_too_large", message } })
+              : new InvalidRequest({ error: { code: reason, message } })
+          }
+          const image = inspected.right.bytes
+          const credential = yield* decoded
+          if (credential._tag === "None") {
+            // A challenge is only worth paying when the analysis could start: limits come before the 402.
+            yield* limits.peek
+            return yield* funding.challenge
+          }
+          const method = yield* funding.identify(credential)
+          const { abandoned, claim } = yield* store
+            .claim({
+              payer: method.payer.id,
+              idempotencyKey,
+              fingerprint: inputFingerprint(image, payload),
+              funding: method.payer.kind,
+              leaseMs
+            })
+            .pipe(orStorageUnavailable)
+          yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })
+          switch (claim._tag) {
+            case "Replay":
+              return { result: claim.result, paymentResponse: claim.paymentResponse }
+            case "InProgress":
+              return yield* new Conflict({
+                error: { code: "in_progress", message: "this request is still running; retry it unchanged", request_id: claim.requestId }
+              })
+            case "Conflict":
+              return yield* new Conflict({
+                error: {
+                  code: "idempotency_conflict",
+                  message: "this Idempotency-Key was used with a different input; recover the original request or use a new key",
+                  request_id: claim.requestId
+                }
+              })
+            case "Expired":
+              return yield* new Gone({
+                error: { code: "result_expired", message: "the 24-hour result recovery window has passed", request_id: claim.requestId }
+              })
+            case "Pending":
+              return yield* resume(method, claim.requestId, claim.result).pipe(
+                Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
+              )
+            case "Started":
+              // Every line logged while the analysis runs names it and how it is paid.
+              return yield* observed(attempt(method, claim.requestId, image, payload)).pipe(
+                Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
+              )
+          }
+        })
+
+    return AnalyzeRequests.of({ analyze })
+  })
+)
