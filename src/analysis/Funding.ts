@@ -7,7 +7,7 @@ import type { DecodedPayment } from "../x402/protocol.ts"
 /** What a request carries to pay with, decoded once where it arrives (REST headers, MCP metadata). */
 export type Credential = Data.TaggedEnum<{
   /** Nothing: the answer is the price challenge. */
-  None: {}
+  None: Record<never, never>
   /** A credit key from `Authorization: Bearer <key>`; None when the header holds no Bearer key. */
   Bearer: { readonly key: Option.Option<Redacted.Redacted<string>> }
   /** An x402 payment, or why it cannot be read. */

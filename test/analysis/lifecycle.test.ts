@@ -1,10 +1,10 @@
 // The request lifecycle over time (TestClock): replay for 24 hours, 410 after, purge, and takeover after a crash.
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Option, TestClock } from "effect"
+import { Context, Effect, Fiber, Layer, TestClock } from "effect"
 import { Funding } from "../../src/analysis/Funding.ts"
 import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
-import { inputFingerprint } from "../../src/analysis/http.ts"
+import { inputFingerprint } from "../../src/analysis/AnalyzeRequests.ts"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
@@ -14,6 +14,7 @@ import { errorCode, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { TestDatabase } from "../support/database.ts"
+import { bearerCredential } from "../support/funding.ts"
 import { startServer } from "../support/server.ts"
 
 const photo = await makeImage(320, 240, "jpeg")
@@ -70,17 +71,17 @@ describe("request lifecycle", () => {
       const crashed = yield* Effect.gen(function* () {
         const store = yield* RequestStore
         const method = yield* Effect.flatMap(Funding, (f) =>
-          f.identify({ authorization: Option.some("Bearer memory_alice"), paymentSignature: Option.none() })
+          f.identify(bearerCredential("Bearer memory_alice"))
         )
         const { claim } = yield* store.claim({
-          payer: Option.getOrThrow(method).payer.id,
+          payer: method.payer.id,
           idempotencyKey: "lifecycle-crash-0001",
           fingerprint: inputFingerprint(photo.bytes, { ...body, language: "en" }),
           funding: "credit",
           leaseMs: 60_000
         })
         if (claim._tag !== "Started") return yield* Effect.dieMessage("expected a new attempt")
-        yield* Option.getOrThrow(method).reserve(claim.requestId)
+        yield* method.reserve(claim.requestId)
         return claim.requestId
       }).pipe(Effect.provide(RequestStoreLive), Effect.provide(Layer.succeedContext(database)), Effect.provide(Layer.succeedContext(funding)))
       expect(yield* ledger.balances).toEqual({ alice: 9, bob: 10 })
@@ -104,9 +105,7 @@ describe("request lifecycle", () => {
       const { database, funding, ledger } = yield* setup
       yield* Effect.gen(function* () {
         const store = yield* RequestStore
-        const method = Option.getOrThrow(
-          yield* Effect.flatMap(Funding, (f) => f.identify({ authorization: Option.some("Bearer memory_bob"), paymentSignature: Option.none() }))
-        )
+        const method = yield* Effect.flatMap(Funding, (f) => f.identify(bearerCredential("Bearer memory_bob")))
         const { claim } = yield* store.claim({ payer: method.payer.id, idempotencyKey: "lifecycle-orphan-01", fingerprint: "x", funding: "credit", leaseMs: 60_000 })
         if (claim._tag !== "Started") return yield* Effect.dieMessage("expected a new attempt")
         yield* method.reserve(claim.requestId)

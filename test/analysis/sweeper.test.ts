@@ -1,6 +1,6 @@
 // The sweeper's timing (TestClock): an abandoned attempt's credit comes back when its lease ends, not minutes later.
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, TestClock } from "effect"
+import { Context, Effect, Layer, TestClock } from "effect"
 import { Funding } from "../../src/analysis/Funding.ts"
 import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { attemptLeaseMs, RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
@@ -9,6 +9,7 @@ import { AppConfig } from "../../src/config.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
 import { Limits } from "../../src/limits/Limits.ts"
 import { TestDatabase } from "../support/database.ts"
+import { bearerCredential } from "../support/funding.ts"
 import { startServer } from "../support/server.ts"
 
 const SECOND = 1_000
@@ -26,9 +27,7 @@ const setup = Effect.gen(function* () {
   const abandonAttempt = (idempotencyKey: string) =>
     Effect.gen(function* () {
       const store = yield* RequestStore
-      const method = Option.getOrThrow(
-        yield* Effect.flatMap(Funding, (f) => f.identify({ authorization: Option.some("Bearer memory_bob"), paymentSignature: Option.none() }))
-      )
+      const method = yield* Effect.flatMap(Funding, (f) => f.identify(bearerCredential("Bearer memory_bob")))
       const { claim } = yield* store.claim({ payer: method.payer.id, idempotencyKey, fingerprint: "x", funding: "credit", leaseMs })
       if (claim._tag !== "Started") return yield* Effect.dieMessage("expected a new attempt")
       yield* method.reserve(claim.requestId)

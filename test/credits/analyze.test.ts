@@ -17,6 +17,7 @@ import { errorCode } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
+import { bearerCredential, unsaved } from "../support/funding.ts"
 
 const photo = await makeImage(320, 240, "jpeg")
 const body = { image_base64: photo.base64, mime_type: photo.mime }
@@ -43,10 +44,10 @@ const setup = Effect.gen(function* () {
     onOtherInstance(
       Effect.gen(function* () {
         const funding = yield* CreditFunding
-        const method = yield* funding.identify(`Bearer ${key}`)
+        const method = yield* funding.identify(bearerCredential(`Bearer ${key}`))
         yield* Effect.forEach(
           Array.from({ length: n }, () => crypto.randomUUID()),
-          (id) => Effect.flatMap(method.reserve(id), (held) => (commit ? held.commit : Effect.void)),
+          (id) => Effect.flatMap(method.reserve(id), (held) => (commit ? held.settle(unsaved) : Effect.void)),
           { concurrency: 8, discard: true }
         )
       })

@@ -7,6 +7,7 @@ import { realPostgresUrl } from "../support/database.ts"
 import type { FakeStripe } from "../support/fakeStripe.ts"
 import { errorCode, isRecord, send } from "../support/http.ts"
 import { auditLedger, CreditsServer, CreditsServerLive, creditsWithFake, creditsWithoutStripe, Fake, freshKey, seedAnalysisRequest, seedOrder } from "./support.ts"
+import { bearerCredential, unsaved } from "../support/funding.ts"
 
 const DAY = 24 * 3600 * 1000
 
@@ -151,11 +152,11 @@ describe("credits over HTTP", () => {
         const b = yield* buyer
         fake.pay(b.sessionId)
         yield* webhook(fake.events.completed(b.sessionId))
-        const method = yield* funding.identify(`Bearer ${b.key}`)
+        const method = yield* funding.identify(bearerCredential(`Bearer ${b.key}`))
         expect(method.payer).toEqual({ kind: "credit", id: payerIdOf(b.fingerprint) })
         for (let i = 0; i < 3; i++) {
           const reservation = yield* method.reserve(crypto.randomUUID())
-          yield* reservation.commit
+          yield* reservation.settle(unsaved)
         }
         const failed = yield* method.reserve(crypto.randomUUID())
         yield* failed.release
@@ -197,16 +198,16 @@ describe("credits over HTTP", () => {
       Effect.gen(function* () {
         const funding = yield* CreditFunding
         const stranger = yield* freshKey
-        const unknown = yield* Effect.either(funding.identify(`Bearer ${stranger.key}`))
+        const unknown = yield* Effect.either(funding.identify(bearerCredential(`Bearer ${stranger.key}`)))
         expect(Either.isLeft(unknown) && unknown.left.error.code).toBe("invalid_key")
-        const malformed = yield* Effect.either(funding.identify("Basic abc"))
+        const malformed = yield* Effect.either(funding.identify(bearerCredential("Basic abc")))
         expect(Either.isLeft(malformed) && malformed.left.error.code).toBe("invalid_key")
         const b = yield* buyer
-        const method = yield* funding.identify(`bearer ${b.key}`)
+        const method = yield* funding.identify(bearerCredential(`bearer ${b.key}`))
         const requestId = crypto.randomUUID()
         const empty = yield* Effect.either(method.reserve(requestId))
         expect(Either.isLeft(empty) && empty.left.error).toMatchObject({ code: "insufficient_credits", request_id: requestId })
-        expect(Either.isLeft(yield* Effect.either(method.resume(requestId)))).toBe(true)
+        expect(Either.isLeft(yield* Effect.either(method.resume(requestId, unsaved)))).toBe(true)
       }))
 
     it.effect("feedback: owned, completed, at most 90 days old; one per request; limits with Retry-After", () =>
@@ -334,14 +335,14 @@ describe.skipIf(!realPostgresUrl)("credits over HTTP on real PostgreSQL (concurr
         const b = yield* buyer
         fake.pay(b.sessionId)
         yield* api("/v1/credits/confirm", b.key, { session_id: b.sessionId })
-        const method = yield* funding.identify(`Bearer ${b.key}`)
+        const method = yield* funding.identify(bearerCredential(`Bearer ${b.key}`))
         yield* Effect.forEach(
           Array.from({ length: 490 }, () => crypto.randomUUID()),
-          (id) => Effect.flatMap(method.reserve(id), (r) => r.commit),
+          (id) => Effect.flatMap(method.reserve(id), (r) => r.settle(unsaved)),
           { concurrency: 8 }
         )
         const analyses = yield* Effect.all(
-          Array.from({ length: 50 }, () => Effect.either(Effect.flatMap(method.reserve(crypto.randomUUID()), (r) => r.commit))),
+          Array.from({ length: 50 }, () => Effect.either(Effect.flatMap(method.reserve(crypto.randomUUID()), (r) => r.settle(unsaved)))),
           { concurrency: "unbounded" }
         )
         expect(analyses.filter(Either.isRight)).toHaveLength(10)

@@ -4,6 +4,7 @@ import { Effect, Either, Layer } from "effect"
 import { CreditFunding } from "../../src/credits/CreditFunding.ts"
 import { isRecord, send } from "../support/http.ts"
 import { auditLedger, CreditsServer, CreditsServerLive, creditsWithFake, Fake, freshKey } from "./support.ts"
+import { bearerCredential, unsaved } from "../support/funding.ts"
 
 /** mulberry32: a small seeded generator so a failing run can be replayed with MORSEL_TEST_SEED. */
 const generator = (seed: number) => {
@@ -121,7 +122,7 @@ describe("credits: seeded randomized interleavings", () => {
               }
             }
           } else {
-            const method = yield* Effect.either(funding.identify(`Bearer ${buyer.key}`))
+            const method = yield* Effect.either(funding.identify(bearerCredential(`Bearer ${buyer.key}`)))
             if (Either.isRight(method)) {
               const requestId = crypto.randomUUID()
               const reserved = yield* Effect.either(method.right.reserve(requestId))
@@ -129,7 +130,7 @@ describe("credits: seeded randomized interleavings", () => {
                 const outcome = random()
                 if (outcome < 0.6) {
                   log.push("analysis ok")
-                  yield* reserved.right.commit
+                  yield* reserved.right.settle(unsaved)
                   buyer.consumed++
                 } else if (outcome < 0.8) {
                   log.push("analysis failed")

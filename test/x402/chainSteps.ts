@@ -6,6 +6,7 @@ import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
 import { challenge } from "./layer.ts"
 import { header, signPayment } from "../support/x402.ts"
+import { paymentCredential, unsaved } from "../support/funding.ts"
 
 /** A fresh payment signed by payer `i` for the server's current challenge. */
 export const signed = (i: number) =>
@@ -26,12 +27,12 @@ export const chainDo = (f: (chain: Chain["Type"]) => Promise<unknown>) => Effect
 
 /** What a client retrying the same request does: send the same PAYMENT-SIGNATURE again, which resumes the payment. */
 export const retry = (payload: PaymentPayload, requestId: string) =>
-  Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(header(payload)), (m) => m.resume(requestId)))
+  Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(paymentCredential(header(payload))), (m) => m.resume(requestId, unsaved)))
 
 export const reserveAndCommit = (payload: PaymentPayload, requestId: string) =>
   Effect.gen(function* () {
     const x402 = yield* X402Funding
-    const method = yield* x402.identify(header(payload))
+    const method = yield* x402.identify(paymentCredential(header(payload)))
     const reservation = yield* method.reserve(requestId)
-    return yield* reservation.commit
+    return yield* reservation.settle(unsaved)
   })

@@ -4,6 +4,7 @@ import { AppConfig } from "../../src/config.ts"
 import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
 import { TestDatabase } from "../support/database.ts"
 import { decodeChallengeHeader, refusal } from "./layer.ts"
+import { paymentCredential } from "../support/funding.ts"
 
 const PAY_TO = "0x1111111111111111111111111111111111111111"
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
@@ -61,7 +62,7 @@ describe("x402 challenge", () => {
     it.effect("an undecodable PAYMENT-SIGNATURE is refused at once with a fresh challenge", () =>
       Effect.gen(function* () {
         const x402 = yield* X402Funding
-        const { error, headers } = yield* refusal(x402.identify("e30="))
+        const { error, headers } = yield* refusal(x402.identify(paymentCredential("e30=")))
         expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" } })
         expect(decodeChallengeHeader(headers)?.accepts).toHaveLength(1)
       }))
@@ -72,7 +73,7 @@ describe("x402 challenge", () => {
       Effect.gen(function* () {
         const x402 = yield* X402Funding
         expect(x402.enabled).toBe(false)
-        for (const refused of [x402.challenge, x402.identify("e30=")]) {
+        for (const refused of [x402.challenge, x402.identify(paymentCredential("e30="))]) {
           const { error, headers } = yield* refusal(refused)
           expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "x402_unavailable" } })
           expect((error as { payment_required?: unknown }).payment_required).toBeUndefined()

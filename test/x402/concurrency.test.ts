@@ -8,6 +8,7 @@ import { Chain } from "../support/chain.ts"
 import { realPostgresUrl } from "../support/database.ts"
 import { challenge, X402Test } from "./layer.ts"
 import { header, signPayment } from "../support/x402.ts"
+import { paymentCredential, unsaved } from "../support/funding.ts"
 
 const CONCURRENT = 20
 
@@ -15,9 +16,9 @@ const CONCURRENT = 20
 const payOnce = (payload: PaymentPayload, requestId: string) =>
   Effect.gen(function* () {
     const x402 = yield* X402Funding
-    const method = yield* x402.identify(header(payload))
+    const method = yield* x402.identify(paymentCredential(header(payload)))
     const reservation = yield* method.reserve(requestId)
-    return yield* reservation.commit
+    return yield* reservation.settle(unsaved)
   })
 
 

@@ -12,6 +12,7 @@ import { realPostgresUrl, sharedTestDatabase } from "../support/database.ts"
 import { chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
 import { challenge, X402Test } from "./layer.ts"
 import { header, signPayment, x402Env } from "../support/x402.ts"
+import { paymentCredential, unsaved } from "../support/funding.ts"
 
 const PRICE = 10_000n
 
@@ -144,9 +145,9 @@ describe("self-settlement nonces", () => {
           (payload, i) =>
             Effect.either(
               Effect.gen(function* () {
-                const method = yield* instances[i % 2]!.identify(header(payload))
+                const method = yield* instances[i % 2]!.identify(paymentCredential(header(payload)))
                 const reservation = yield* method.reserve(randomUUID())
-                return yield* reservation.commit
+                return yield* reservation.settle(unsaved)
               })
             ),
           { concurrency: "unbounded" }

@@ -15,6 +15,7 @@ import { authorizationOf, header } from "../support/x402.ts"
 import { type RpcProxy, startRpcProxy } from "./rpcProxy.ts"
 import { transferCalldata } from "../../src/x402/Settlement.ts"
 import { chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
+import { paymentCredential, unsaved } from "../support/funding.ts"
 
 const PRICE = 10_000n
 
@@ -42,7 +43,7 @@ const awaitingPayment = (requestId: string, payer: Address) => analysisRequest(r
 const failedWithoutRelease = (payload: PaymentPayload, requestId: string, payer: Address) =>
   Effect.gen(function* () {
     yield* analysisRequest(requestId, payer, "running")
-    yield* Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(header(payload)), (m) => m.reserve(requestId)))
+    yield* Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(paymentCredential(header(payload))), (m) => m.reserve(requestId)))
     const sql = yield* SqlClient.SqlClient
     yield* sql`UPDATE analysis_requests SET status = 'failed', failure_code = 'analysis_failed', completed_at = now() WHERE request_id = ${requestId}`.pipe(
       Effect.orDie
@@ -71,7 +72,7 @@ const claimOf = (requestId: string) =>
 const claimedThenCrashed = (payload: PaymentPayload, requestId: string, payer: Address) =>
   Effect.gen(function* () {
     const x402 = yield* X402Funding
-    const method = yield* x402.identify(header(payload))
+    const method = yield* x402.identify(paymentCredential(header(payload)))
     yield* method.reserve(requestId)
     yield* awaitingPayment(requestId, payer)
   })
@@ -264,7 +265,7 @@ describe("x402 payments left pending are recovered", () => {
         const payer = yield* payerAddress(0)
         const payload = yield* signed(0)
         const x402 = yield* X402Funding
-        const reservation = yield* Effect.flatMap(x402.identify(header(payload)), (m) => m.reserve(randomUUID()))
+        const reservation = yield* Effect.flatMap(x402.identify(paymentCredential(header(payload))), (m) => m.reserve(randomUUID()))
         // The payer front-runs the settlement with the same authorization (any account may submit it).
         const { authorization, signature } = Option.getOrThrow(Option.getRight(decodePayment(header(payload))))
         const sender = createWalletClient({ account: chain.accounts.deployer, chain: paymentChain(chain.rpcUrl), transport: http(chain.rpcUrl) })
@@ -272,7 +273,7 @@ describe("x402 payments left pending are recovered", () => {
         yield* Effect.promise(() => chain.publicClient.waitForTransactionReceipt({ hash: own }))
         const before = yield* getLogsCalls
         // It still pays us: the analysis is served with a receipt naming the payer's own transaction.
-        const settled = yield* reservation.commit
+        const settled = yield* reservation.settle(unsaved)
         expect(receiptOf(settled.paymentResponse)).toMatchObject({ success: true, transaction: own })
         expect(yield* transfersFrom(payer)).toEqual([{ transactionHash: own, value: PRICE }])
         expect((yield* getLogsCalls) - before).toBeLessThanOrEqual(2)

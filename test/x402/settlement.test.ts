@@ -10,6 +10,7 @@ import { type FacilitatorMode, startFacilitator, type TestFacilitator } from "./
 import { challenge, decodeChallengeHeader, refusal, X402Test } from "./layer.ts"
 import { header, signPayment } from "../support/x402.ts"
 import { balance, chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
+import { paymentCredential, unsaved } from "../support/funding.ts"
 
 const PRICE = 10_000n
 
@@ -27,10 +28,10 @@ describe("x402 settlement on the local chain", () => {
         const payTo = chain.accounts.payTo.address
         const before = { payer: yield* balance(payer), payTo: yield* balance(payTo) }
         const payload = yield* signed(0)
-        const method = yield* x402.identify(header(payload))
+        const method = yield* x402.identify(paymentCredential(header(payload)))
         expect(method.payer).toEqual({ kind: "x402", id: `wallet:${payer.toLowerCase()}` })
         const reservation = yield* method.reserve(randomUUID())
-        const settled = yield* reservation.commit
+        const settled = yield* reservation.settle(unsaved)
         const receipt = receiptOf(settled.paymentResponse)
         expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer: getAddress(payer) })
         const transfers = yield* transfersFrom(payer)
@@ -38,7 +39,7 @@ describe("x402 settlement on the local chain", () => {
         expect(yield* balance(payer)).toBe(before.payer - PRICE)
         expect(yield* balance(payTo)).toBe(before.payTo + PRICE)
         // A replay commits again: the same receipt, nothing moves.
-        const again = yield* reservation.commit
+        const again = yield* reservation.settle(unsaved)
         expect(again.paymentResponse).toEqual(settled.paymentResponse)
         yield* reservation.release
         expect(yield* transfersFrom(payer)).toHaveLength(1)
@@ -49,14 +50,14 @@ describe("x402 settlement on the local chain", () => {
         const x402 = yield* X402Funding
         const payer = yield* payerAddress(1)
         const payload = yield* signed(1)
-        const method = yield* x402.identify(header(payload))
+        const method = yield* x402.identify(paymentCredential(header(payload)))
         const failedAttempt = yield* method.reserve(randomUUID())
         yield* failedAttempt.release
         yield* failedAttempt.release
         expect(yield* transfersFrom(payer)).toHaveLength(0)
         // Nothing was served for it, so the same authorization still pays the retry (a new attempt).
         const retryAttempt = yield* method.reserve(randomUUID())
-        const settled = yield* retryAttempt.commit
+        const settled = yield* retryAttempt.settle(unsaved)
         expect(yield* transfersFrom(payer)).toEqual([{ transactionHash: receiptOf(settled.paymentResponse).transaction, value: PRICE }])
       }))
 
@@ -65,13 +66,13 @@ describe("x402 settlement on the local chain", () => {
         const x402 = yield* X402Funding
         const payer = yield* payerAddress(2)
         const payload = yield* signed(2)
-        const method = yield* x402.identify(header(payload))
+        const method = yield* x402.identify(paymentCredential(header(payload)))
         const first = randomUUID()
         const held = yield* method.reserve(first)
         // While the first request holds it …
         const whileHeld = yield* Effect.flip(method.reserve(randomUUID()))
         expect(whileHeld).toMatchObject({ _tag: "Conflict", error: { code: "authorization_reused" } })
-        yield* held.commit
+        yield* held.settle(unsaved)
         // … and after it paid.
         const afterPaid = yield* Effect.flip(method.reserve(randomUUID()))
         expect(afterPaid).toMatchObject({ _tag: "Conflict", error: { code: "authorization_reused" } })
@@ -250,7 +251,7 @@ describe("x402 settlement on the local chain", () => {
         const terms = yield* challenge
         const payload = yield* Effect.promise(() => signPayment(chain.accounts.pauper, terms))
         const x402 = yield* X402Funding
-        const method = yield* x402.identify(header(payload))
+        const method = yield* x402.identify(paymentCredential(header(payload)))
         const error = yield* Effect.flip(method.reserve(randomUUID()))
         expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" } })
         expect((error as { error: { message: string } }).error.message).toMatch(/insufficient_balance/)

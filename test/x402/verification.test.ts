@@ -8,6 +8,7 @@ import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { TestChain } from "../support/memoryChain.ts"
 import { challenge, decodeChallengeHeader, refusal, X402MemoryTest } from "./layer.ts"
 import { authorizationOf, header, PUBLIC_BASE_URL, signPayment, withBrokenSignature } from "../support/x402.ts"
+import { paymentCredential } from "../support/funding.ts"
 
 /** Signs with `account` for the current challenge, the terms altered by `alter`. */
 const sign = (account: (chain: TestChain["Type"]) => PrivateKeyAccount, alter?: (r: PaymentRequirements) => PaymentRequirements) =>
@@ -25,7 +26,7 @@ const attempt = (payload: PaymentPayload | string) =>
     const chain = yield* TestChain
     const x402 = yield* X402Funding
     const value = typeof payload === "string" ? payload : header(payload)
-    const { error, headers } = yield* refusal(Effect.flatMap(x402.identify(value), (m) => m.reserve(randomUUID())))
+    const { error, headers } = yield* refusal(Effect.flatMap(x402.identify(paymentCredential(value)), (m) => m.reserve(randomUUID())))
     const transfers = yield* Effect.promise(() => chain.transfers(chain.accounts.payers[0]!.address, chain.accounts.payTo.address))
     return { error: error as { _tag: string; error: { code: string; message: string }; payment_required?: { accepts: ReadonlyArray<unknown> } }, headers, transfers }
   })
@@ -134,12 +135,12 @@ describe("x402 verification before any work", () => {
           payload: { ...good.payload, authorization: { ...(good.payload["authorization"] as object), from: victim } }
         }
         // identify alone refuses it: the victim's wallet never becomes an idempotency scope or a limits subject.
-        const { error, headers } = yield* refusal(x402.identify(header(forged)))
+        const { error, headers } = yield* refusal(x402.identify(paymentCredential(header(forged))))
         expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" } })
         expect((error as { error: { message: string } }).error.message).toMatch(/invalid_exact_evm_signature/)
         expect(decodeChallengeHeader(headers)?.accepts).toHaveLength(1)
         // The genuine one is identified as its signer's.
-        const method = yield* x402.identify(header(good))
+        const method = yield* x402.identify(paymentCredential(header(good)))
         expect(method.payer.id).toBe(`wallet:${chain.accounts.payers[0]!.address.toLowerCase()}`)
       }))
 
@@ -152,7 +153,7 @@ describe("x402 verification before any work", () => {
         // The valid authorization with the same nonce is still free and unused on chain.
         const { nonce, from } = authorizationOf(good)
         expect(yield* Effect.promise(() => chain.authorizationUsed(from, nonce))).toBe(false)
-        const method = yield* x402.identify(header(good))
+        const method = yield* x402.identify(paymentCredential(header(good)))
         const reservation = yield* method.reserve(randomUUID())
         yield* reservation.release
       }))

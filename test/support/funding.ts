@@ -1,0 +1,20 @@
+/** Credentials and saves for tests that drive one funding rail without the analysis around it. */
+import { Effect, Ref } from "effect"
+import { bearerKey, Credential, type Save } from "../../src/analysis/Funding.ts"
+import { decodePayment } from "../../src/x402/protocol.ts"
+
+/** The credential of an `Authorization` header value. */
+export const bearerCredential = (authorization: string) => Credential.Bearer({ key: bearerKey(authorization) })
+
+/** The credential of a `PAYMENT-SIGNATURE` header value. */
+export const paymentCredential = (paymentSignature: string) => Credential.Payment({ payment: decodePayment(paymentSignature) })
+
+/** A Save that keeps nothing: only the rail is under test. */
+export const unsaved: Save = { pending: Effect.void, complete: () => Effect.void, failed: () => Effect.void }
+
+/** A Save that writes down each step it is asked for, in order. */
+export const recordingSave = Effect.map(Ref.make<ReadonlyArray<string>>([]), (steps) => {
+  const note = (step: string) => Ref.update(steps, (all) => [...all, step])
+  const save: Save = { pending: note("pending"), complete: () => note("complete"), failed: (code) => note(`failed:${code}`) }
+  return { save, steps: Ref.get(steps) }
+})
