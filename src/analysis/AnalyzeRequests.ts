@@ -1,7 +1,7 @@
 /** One analysis request from any transport (REST, MCP): validation, funding, idempotency, limits, the analysis and payment, in that order. */
 import { createHash } from "node:crypto"
 import { SqlError } from "@effect/sql"
-import { Cause, Context, Duration, Effect, Either, Exit, Fiber, Layer, Metric, Option, Schema } from "effect"
+import { Context, Duration, Effect, Either, Fiber, Layer, Metric, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
 import {
@@ -20,7 +20,7 @@ import {
 import { inspectImage } from "../domain/image.ts"
 import { AnalysisResult, type AnalyzeRequest } from "../domain/schemas.ts"
 import { Limits } from "../limits/Limits.ts"
-import { analyses, analysisDuration, count } from "../observability/metrics.ts"
+import { analyses, analysisDuration, count, outcomeOf } from "../observability/metrics.ts"
 import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
 import { type Credential, Funding, type FundingMethod, type Save, type Settled } from "./Funding.ts"
 import { AttemptLost, attemptLeaseMs, RequestStore } from "./RequestStore.ts"
@@ -37,10 +37,7 @@ const validateResult = Schema.validate(AnalysisResult)
 /** Counts a started analysis by outcome (`success` or its error code), times it and logs one line about it. */
 const observed = <A, E extends { readonly error: { readonly code: string } }, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.flatMap(Effect.timed(Effect.exit(effect)), ([elapsed, exit]) => {
-    const outcome = Exit.match(exit, {
-      onSuccess: () => "success",
-      onFailure: (cause) => Option.match(Cause.failureOption(cause), { onNone: () => "internal_error", onSome: (e) => e.error.code })
-    })
+    const outcome = outcomeOf(exit, "success")
     const seconds = Duration.toSeconds(elapsed)
     return Effect.zipRight(
       Effect.all([

@@ -1,7 +1,7 @@
 /** The service's metrics as Effect Metrics, served in the Prometheus text format (0.0.4) at `GET /metrics` when METRICS=on. */
 import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Metric, MetricBoundaries, MetricLabel, type MetricPair, MetricState, Option } from "effect"
+import { Cause, Effect, Exit, Layer, Metric, MetricBoundaries, MetricLabel, type MetricPair, MetricState, Option } from "effect"
 import { AppConfig } from "../config.ts"
 
 const counter = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
@@ -17,6 +17,13 @@ export const creditsGranted = counter("morsel_credits_granted_total", "Credits g
 export const creditsConsumed = counter("morsel_credits_consumed_total", "Credits consumed by successful analyses")
 export const x402Settlements = counter("morsel_x402_settlements_total", "x402 payments submitted for settlement, by outcome")
 export const x402Pending = Metric.gauge("morsel_x402_pending", { description: "x402 payments awaiting confirmation on chain" })
+
+/** The outcome label of a finished operation: `success` on success, else its error code (`internal_error` for a defect). */
+export const outcomeOf = <A, E extends { readonly error: { readonly code: string } }>(exit: Exit.Exit<A, E>, success: string) =>
+  Exit.match(exit, {
+    onSuccess: () => success,
+    onFailure: (cause) => Option.match(Cause.failureOption(cause), { onNone: () => "internal_error", onSome: (e) => e.error.code })
+  })
 
 /** Counts one event of a labelled counter. */
 export const count = (metric: Metric.Metric.Counter<number>, labels: Readonly<Record<string, string>> = {}) =>

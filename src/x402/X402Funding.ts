@@ -2,12 +2,12 @@
 import type { SqlClient } from "@effect/sql"
 import { encodePaymentSignatureHeader } from "@x402/core/http"
 import type { PaymentRequirements } from "@x402/core/types"
-import { Cause, Clock, ConfigError, Context, Effect, Exit, Layer, Option } from "effect"
+import { Clock, ConfigError, Context, Effect, Layer, Option } from "effect"
 import { type Address, getAddress, isAddressEqual } from "viem"
 import type { FundingMethod, FundingRail, PaymentCredential, PriceChallenge, Reservation, Save, Settled } from "../analysis/Funding.ts"
 import { AppConfig } from "../config.ts"
 import { Conflict, PaymentRequired, ServiceUnavailable } from "../domain/errors.ts"
-import { count, x402Settlements } from "../observability/metrics.ts"
+import { count, outcomeOf, x402Settlements } from "../observability/metrics.ts"
 import { EvmChain, EvmChainLive } from "./EvmChain.ts"
 import { type Outcome, Payments, PaymentsLive } from "./Payments.ts"
 import { PaymentStore, PaymentStoreLive } from "./PaymentStore.ts"
@@ -82,14 +82,7 @@ const toSettled = (outcome: Outcome & { readonly _tag: "Settled" }): Settled => 
 
 /** Counts a settlement attempt: `settled`, `payment_pending` or the code of its failure. */
 const settlement = <A, E extends { readonly error: { readonly code: string } }, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.onExit(effect, (exit) =>
-    count(x402Settlements, {
-      outcome: Exit.match(exit, {
-        onSuccess: () => "settled",
-        onFailure: (cause) => Option.match(Cause.failureOption(cause), { onNone: () => "internal_error", onSome: (e) => e.error.code })
-      })
-    })
-  )
+  Effect.onExit(effect, (exit) => count(x402Settlements, { outcome: outcomeOf(exit, "settled") }))
 
 const isPending = (error: PaymentRequired | ServiceUnavailable) => error._tag === "ServiceUnavailable" && error.error.code === "payment_pending"
 

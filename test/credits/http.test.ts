@@ -7,7 +7,9 @@ import { realPostgresUrl } from "../support/database.ts"
 import type { FakeStripe } from "../support/fakeStripe.ts"
 import { errorCode, isRecord, send } from "../support/http.ts"
 import { auditLedger, CreditsServer, CreditsServerLive, creditsWithFake, creditsWithoutStripe, Fake, freshKey, seedAnalysisRequest, seedOrder } from "./support.ts"
-import { bearerCredential, unsaved } from "../support/funding.ts"
+import { bearerCredential, recordingSave, unsaved } from "../support/funding.ts"
+import type { Save } from "../../src/analysis/Funding.ts"
+import { storageUnavailable } from "../../src/db/storage.ts"
 
 const DAY = 24 * 3600 * 1000
 
@@ -208,6 +210,27 @@ describe("credits over HTTP", () => {
         const empty = yield* Effect.either(method.reserve(requestId))
         expect(Either.isLeft(empty) && empty.left.error).toMatchObject({ code: "insufficient_credits", request_id: requestId })
         expect(Either.isLeft(yield* Effect.either(method.resume(requestId, unsaved)))).toBe(true)
+      }))
+
+    it.effect("a credit is consumed only with its saved result: a save that fails gives the credit back", () =>
+      Effect.gen(function* () {
+        const fake = yield* Fake
+        const funding = yield* CreditFunding
+        const b = yield* buyer
+        fake.pay(b.sessionId)
+        yield* webhook(fake.events.completed(b.sessionId))
+        const method = yield* funding.identify(bearerCredential(`Bearer ${b.key}`))
+        const failing = yield* recordingSave
+        // The result is written, then its write fails: the consumption in the same transaction is undone with it.
+        const unsavable: Save = { ...failing.save, complete: (receipt) => Effect.zipRight(failing.save.complete(receipt), Effect.fail(storageUnavailable())) }
+        const refused = yield* Effect.flip(Effect.flatMap(method.reserve(crypto.randomUUID()), (r) => r.settle(unsavable)))
+        expect(refused.error.code).toBe("storage_unavailable")
+        expect(yield* failing.steps).toEqual(["complete", "failed:not_saved"])
+        expect(yield* balanceOf(b.key)).toMatchObject({ credits_remaining: 500 })
+        const saving = yield* recordingSave
+        yield* Effect.flatMap(method.reserve(crypto.randomUUID()), (r) => r.settle(saving.save))
+        expect(yield* saving.steps).toEqual(["complete"])
+        expect(yield* balanceOf(b.key)).toMatchObject({ credits_remaining: 499 })
       }))
 
     it.effect("feedback: owned, completed, at most 90 days old; one per request; limits with Retry-After", () =>
