@@ -1,6 +1,7 @@
 /** An in-memory Funding for tests and local trials: Bearer `memory_<name>` spends that name's credits. */
-import { Context, Effect, HashMap, Layer, Option, Redacted, Ref } from "effect"
+import { Context, Effect, HashMap, Layer, Metric, Option, Redacted, Ref } from "effect"
 import { PaymentRequired, Unauthorized } from "../domain/errors.ts"
+import { creditsConsumed } from "../observability/metrics.ts"
 import { Funding, type FundingMethod } from "./Funding.ts"
 
 export interface MemoryLedger {
@@ -35,6 +36,7 @@ export const fundingMemory = (credits: Readonly<Record<string, number>>) =>
                 save.complete(Option.none()).pipe(
                   Effect.tapError(() => release(requestId).pipe(Effect.zipRight(save.failed("not_saved")))),
                   Effect.zipRight(Ref.update(open, HashMap.remove(requestId))),
+                  Effect.zipRight(Metric.increment(creditsConsumed)),
                   Effect.as({ paymentResponse: Option.none() })
                 ),
               release: release(requestId)
