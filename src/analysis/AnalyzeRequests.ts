@@ -165,62 +165,62 @@ export const AnalyzeRequestsLive = Layer.effect(
       Effect.map(method.resume(requestId, saveOf(requestId, result)), (settled) => served(result, settled))
 
     const analyze = ({ credential: decoded, idempotencyKey, payload }: AnalyzeCall) =>
-        Effect.gen(function* () {
-          const inspected = inspectImage(payload.image_base64, payload.mime_type)
-          if (Either.isLeft(inspected)) {
-            const { message, reason } = inspected.left
-            return yield* reason === "image_too_large"
-              ? new PayloadTooLarge({ error: { code: "image_too_large", message } })
-              : new InvalidRequest({ error: { code: reason, message } })
-          }
-          const image = inspected.right.bytes
-          const credential = yield* decoded
-          if (credential._tag === "None") {
-            // A challenge is only worth paying when the analysis could start: limits come before the 402.
-            yield* limits.peek
-            return yield* funding.challenge
-          }
-          const method = yield* funding.identify(credential)
-          const { abandoned, claim } = yield* store
-            .claim({
-              payer: method.payer.id,
-              idempotencyKey,
-              fingerprint: inputFingerprint(image, payload),
-              funding: method.payer.kind,
-              leaseMs
+      Effect.gen(function* () {
+        const inspected = inspectImage(payload.image_base64, payload.mime_type)
+        if (Either.isLeft(inspected)) {
+          const { message, reason } = inspected.left
+          return yield* reason === "image_too_large"
+            ? new PayloadTooLarge({ error: { code: "image_too_large", message } })
+            : new InvalidRequest({ error: { code: reason, message } })
+        }
+        const image = inspected.right.bytes
+        const credential = yield* decoded
+        if (credential._tag === "None") {
+          // A challenge is only worth paying when the analysis could start: limits come before the 402.
+          yield* limits.peek
+          return yield* funding.challenge
+        }
+        const method = yield* funding.identify(credential)
+        const { abandoned, claim } = yield* store
+          .claim({
+            payer: method.payer.id,
+            idempotencyKey,
+            fingerprint: inputFingerprint(image, payload),
+            funding: method.payer.kind,
+            leaseMs
+          })
+          .pipe(orStorageUnavailable)
+        yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })
+        switch (claim._tag) {
+          case "Replay":
+            return { result: claim.result, paymentResponse: claim.paymentResponse }
+          case "InProgress":
+            return yield* new Conflict({
+              error: { code: "in_progress", message: "this request is still running; retry it unchanged", request_id: claim.requestId }
             })
-            .pipe(orStorageUnavailable)
-          yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })
-          switch (claim._tag) {
-            case "Replay":
-              return { result: claim.result, paymentResponse: claim.paymentResponse }
-            case "InProgress":
-              return yield* new Conflict({
-                error: { code: "in_progress", message: "this request is still running; retry it unchanged", request_id: claim.requestId }
-              })
-            case "Conflict":
-              return yield* new Conflict({
-                error: {
-                  code: "idempotency_conflict",
-                  message: "this Idempotency-Key was used with a different input; recover the original request or use a new key",
-                  request_id: claim.requestId
-                }
-              })
-            case "Expired":
-              return yield* new Gone({
-                error: { code: "result_expired", message: "the 24-hour result recovery window has passed", request_id: claim.requestId }
-              })
-            case "Pending":
-              return yield* resume(method, claim.requestId, claim.result).pipe(
-                Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
-              )
-            case "Started":
-              // Every line logged while the analysis runs names it and how it is paid.
-              return yield* observed(attempt(method, claim.requestId, image, payload)).pipe(
-                Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
-              )
-          }
-        })
+          case "Conflict":
+            return yield* new Conflict({
+              error: {
+                code: "idempotency_conflict",
+                message: "this Idempotency-Key was used with a different input; recover the original request or use a new key",
+                request_id: claim.requestId
+              }
+            })
+          case "Expired":
+            return yield* new Gone({
+              error: { code: "result_expired", message: "the 24-hour result recovery window has passed", request_id: claim.requestId }
+            })
+          case "Pending":
+            return yield* resume(method, claim.requestId, claim.result).pipe(
+              Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
+            )
+          case "Started":
+            // Every line logged while the analysis runs names it and how it is paid.
+            return yield* observed(attempt(method, claim.requestId, image, payload)).pipe(
+              Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
+            )
+        }
+      })
 
     return AnalyzeRequests.of({ analyze })
   })

@@ -4,7 +4,7 @@ import { Effect, Metric, Option } from "effect"
 import type { BearerCredential, FundingMethod, FundingRail, Reservation, Save, Settled } from "../analysis/Funding.ts"
 import { Conflict, PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
 import { creditsConsumed } from "../observability/metrics.ts"
-import { invalidKey, orStorageUnavailable, paymentsUnavailable, storageUnavailable } from "./failures.ts"
+import { invalidKey, orStorageUnavailable, orStorageUnavailableFor, paymentsUnavailable, storageUnavailable } from "./failures.ts"
 import { KeyFingerprints, payerIdOf } from "./keys.ts"
 import { Ledger } from "./Ledger.ts"
 import { Processor } from "./Processor.ts"
@@ -69,9 +69,7 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
       // Consuming the credit and saving the result are one transaction: never one without the other.
       const settle = (save: Save) =>
         sql.withTransaction(Effect.tap(consume, (settled) => save.complete(settled.paymentResponse))).pipe(
-          Effect.catchTag("SqlError", (error) =>
-            Effect.logError("analysis request storage failed", error).pipe(Effect.zipRight(Effect.fail(storageUnavailable(requestId))))
-          ),
+          orStorageUnavailableFor(requestId),
           Effect.tapError(() => release.pipe(Effect.zipRight(save.failed("not_saved")))),
           Effect.tap(() => Metric.increment(creditsConsumed))
         )

@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { Conflict, NotFound, ServiceUnavailable, TooManyRequests, Unauthorized } from "../domain/errors.ts"
 
-export { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
+export { orStorageUnavailable, orStorageUnavailableFor, storageUnavailable } from "../db/storage.ts"
 import type { ProcessorError } from "./Processor.ts"
 
 export const invalidKey = () =>

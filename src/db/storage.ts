@@ -12,9 +12,14 @@ export const storageUnavailable = (requestId?: string) =>
     }
   })
 
-export const orStorageUnavailable = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.catchIf(
-    effect,
-    (e): e is Extract<E, SqlError.SqlError> => e instanceof SqlError.SqlError,
-    (e) => Effect.logError("storage failure", e).pipe(Effect.zipRight(Effect.fail(storageUnavailable())))
-  )
+/** The same, naming the analysis request the failure belongs to. */
+export const orStorageUnavailableFor =
+  (requestId?: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.catchIf(
+      effect,
+      (e): e is Extract<E, SqlError.SqlError> => e instanceof SqlError.SqlError,
+      (e) => Effect.logError("storage failure", e).pipe(Effect.zipRight(Effect.fail(storageUnavailable(requestId))))
+    )
+
+export const orStorageUnavailable = orStorageUnavailableFor()
