@@ -14,7 +14,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "@effect/experimental"
 import { Effect, Redacted } from "effect"
 import { type Call, type Child, type LoadResult, cpuMs, freePort, load, median, peakRssMiB, send, sequential, startRole } from "./service/load.ts"
-import { BENCH_KEY, PAY_TO, photos, roles } from "./service/roles.ts"
+import { analyzeCall, morselEnv, photos, roles } from "./service/roles.ts"
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)))
 const databaseUrl = process.env["DATABASE_URL"]
@@ -47,13 +47,6 @@ const backendsCpu = async (): Promise<number> => {
   }
   return total
 }
-
-const analyzeCall = (image: Buffer, key: string, language: "en" | "lt" = "en"): Call => ({
-  method: "POST",
-  path: "/v1/analyze",
-  headers: { authorization: BENCH_KEY, "idempotency-key": key },
-  body: Buffer.from(JSON.stringify({ image_base64: image.toString("base64"), mime_type: "image/jpeg", language }))
-})
 
 /** Alternating rounds of the same load on a server and its baseline: medians of throughput and CPU per request. */
 const sideBySide = async (subject: Child, subjectCall: Call, baseline: Child, baselineCall: Call, withBackends: boolean) => {
@@ -115,21 +108,7 @@ const orchestrate = async () => {
   const database = databaseUrl === undefined ? "embedded (PGlite)" : "PostgreSQL (DATABASE_URL)"
   console.log(`service benchmark on ${database}; ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections, on 127.0.0.1`)
   const dataDir = mkdtempSync(join(tmpdir(), "morsel-bench-"))
-  const limits = Object.fromEntries(
-    ["GLOBAL_PER_DAY", "GLOBAL_PER_HOUR", "PAYER_PER_DAY", "CONCURRENT", "X402_PER_DAY", "X402_PER_HOUR", "X402_CONCURRENT"].map((name) => [
-      `LIMIT_${name}`,
-      "1000000"
-    ])
-  )
-  const env = {
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "warning",
-    MORSEL_DATA_DIR: dataDir,
-    X402_PAY_TO: PAY_TO,
-    X402_SETTLER_PRIVATE_KEY: `0x${"11".repeat(32)}`,
-    X402_RPC_URL: "http://127.0.0.1:9",
-    ...limits
-  }
+  const env = morselEnv(dataDir)
   const { large, small } = await photos()
   const children: Array<Child> = []
   try {

@@ -131,15 +131,20 @@ export interface Child {
   readonly pid: number
   readonly port: number
   readonly process: ChildProcess
-  readonly stop: () => Promise<void>
+  readonly stop: (signal?: NodeJS.Signals) => Promise<void>
 }
 
 const serviceScript = fileURLToPath(new URL("../service.ts", import.meta.url))
 
 /** Starts one role of bench/service.ts in its own Node process (TypeScript through tsx) and waits for READY. */
-export const startRole = async (role: string, env: Readonly<Record<string, string>> = {}, timeoutMs = 120_000): Promise<Child> => {
+export const startRole = async (
+  role: string,
+  env: Readonly<Record<string, string>> = {},
+  options: { readonly timeoutMs?: number; readonly script?: string; readonly nodeArgs?: ReadonlyArray<string> } = {}
+): Promise<Child> => {
+  const timeoutMs = options.timeoutMs ?? 120_000
   const port = await freePort()
-  const child = spawn(process.execPath, ["--import", "tsx", serviceScript, role], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", options.script ?? serviceScript, role], {
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ["ignore", "pipe", "inherit"]
   })
@@ -156,11 +161,11 @@ export const startRole = async (role: string, env: Readonly<Record<string, strin
     })
     child.on("exit", (code) => reject(new Error(`${role} exited with ${code} before it was ready`)))
   })
-  const stop = () =>
+  const stop = (signal: NodeJS.Signals = "SIGTERM") =>
     new Promise<void>((resolve) => {
       if (child.exitCode !== null) return resolve()
       child.on("exit", () => resolve())
-      child.kill("SIGTERM")
+      child.kill(signal)
       setTimeout(() => child.kill("SIGKILL"), 5000).unref()
     })
   return { pid: child.pid ?? 0, port: ready, process: child, stop }
