@@ -1,12 +1,13 @@
 /**
  * `npx tsx bench/ab.ts <other tree> <scenario…>`: the benchmark's morsel from this tree and from another checkout
  * (e.g. `git worktree add /tmp/base main`), loaded in alternating rounds with the same calls, so that both see the
- * same machine load: CPU per request and throughput of each, and their ratio. Scenarios: replay, challenge, health.
+ * same machine load: CPU per request and throughput of each, and their ratio. Scenarios: replay, challenge, health,
+ * and analyze (one ~2 MB photo at a time: median latency and CPU per analysis).
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { type Call, type Child, type LoadResult, load, median, send, startRole } from "./service/load.ts"
+import { type Call, type Child, cpuMs, type LoadResult, load, median, send, sequential, startRole } from "./service/load.ts"
 import { analyzeCall, morselEnv, photos } from "./service/roles.ts"
 
 const [other, ...names] = process.argv.slice(2)
@@ -14,7 +15,7 @@ if (other === undefined) throw new Error("usage: bench/ab.ts <other tree> <scena
 const ROUNDS = Number(process.env["ROUNDS"] ?? "5")
 const SECONDS = Number(process.env["SECONDS"] ?? "1.5")
 
-const { small } = await photos()
+const { large, small } = await photos()
 const run = `ab-${Date.now().toString(36)}`
 const replay = analyzeCall(small, `${run}-replay`)
 const calls: Record<string, Call> = {
@@ -29,7 +30,23 @@ try {
   servers.push(await startRole("morsel", morselEnv(dirs[0]!)))
   servers.push(await startRole("morsel", morselEnv(dirs[1]!), { script: join(resolve(other), "bench/service.ts") }))
   for (const server of servers) await send(server.port, replay)
-  for (const name of names.length > 0 ? names : Object.keys(calls)) {
+  for (const name of names.length > 0 ? names : [...Object.keys(calls), "analyze"]) {
+    if (name === "analyze") {
+      const latencies: Array<Array<number>> = [[], []]
+      const cpu: Array<Array<number>> = [[], []]
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const [i, server] of servers.entries()) {
+          const before = cpuMs(server.pid)
+          latencies[i]!.push(...(await sequential(server.port, 3, (n) => analyzeCall(large, `${run}-big-${round}-${n}`))))
+          cpu[i]!.push((cpuMs(server.pid) - before) / 3)
+        }
+      }
+      const [here, there] = [0, 1].map((i) => ({ ms: median(latencies[i]!), cpu: median(cpu[i]!) }))
+      console.log(
+        `analyze    this tree ${here!.ms.toFixed(1)} ms, ${here!.cpu.toFixed(1)} ms CPU; other ${there!.ms.toFixed(1)} ms, ${there!.cpu.toFixed(1)} ms CPU`
+      )
+      continue
+    }
     const call = calls[name]
     if (call === undefined) throw new Error(`unknown scenario ${name}`)
     const results: Array<Array<LoadResult>> = [[], []]
