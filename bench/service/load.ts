@@ -1,6 +1,6 @@
 /** Load on 127.0.0.1 and what it costs the server: keep-alive request loops, process CPU and peak memory from /proc. */
 import { type ChildProcess, spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
@@ -56,6 +56,12 @@ export const peakRssMiB = (pid: number): number => {
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
   return match ? Number(match[1]) / 1024 : Number.NaN
 }
+
+/**
+ * Starts a new peak-memory measurement: the high-water mark falls back to the current resident size (Linux
+ * `clear_refs` 5), so what a process needed to start (the embedded database's first initdb) is not counted.
+ */
+export const resetPeakRss = (pid: number): void => writeFileSync(`/proc/${pid}/clear_refs`, "5")
 
 export interface LoadResult {
   readonly requests: number
