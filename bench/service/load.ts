@@ -1,6 +1,6 @@
 /** Load on 127.0.0.1 and what it costs the server: keep-alive request loops, process CPU and peak memory from /proc. */
 import { type ChildProcess, spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
@@ -56,6 +56,12 @@ export const peakRssMiB = (pid: number): number => {
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
   return match ? Number(match[1]) / 1024 : Number.NaN
 }
+
+/**
+ * Starts a new peak-memory measurement: the high-water mark falls back to the current resident size (Linux
+ * `clear_refs` 5), so what a process needed to start (the embedded database's first initdb) is not counted.
+ */
+export const resetPeakRss = (pid: number): void => writeFileSync(`/proc/${pid}/clear_refs`, "5")
 
 export interface LoadResult {
   readonly requests: number
@@ -131,15 +137,20 @@ export interface Child {
   readonly pid: number
   readonly port: number
   readonly process: ChildProcess
-  readonly stop: () => Promise<void>
+  readonly stop: (signal?: NodeJS.Signals) => Promise<void>
 }
 
 const serviceScript = fileURLToPath(new URL("../service.ts", import.meta.url))
 
 /** Starts one role of bench/service.ts in its own Node process (TypeScript through tsx) and waits for READY. */
-export const startRole = async (role: string, env: Readonly<Record<string, string>> = {}, timeoutMs = 120_000): Promise<Child> => {
+export const startRole = async (
+  role: string,
+  env: Readonly<Record<string, string>> = {},
+  options: { readonly timeoutMs?: number; readonly script?: string; readonly nodeArgs?: ReadonlyArray<string> } = {}
+): Promise<Child> => {
+  const timeoutMs = options.timeoutMs ?? 120_000
   const port = await freePort()
-  const child = spawn(process.execPath, ["--import", "tsx", serviceScript, role], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", options.script ?? serviceScript, role], {
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ["ignore", "pipe", "inherit"]
   })
@@ -156,11 +167,11 @@ export const startRole = async (role: string, env: Readonly<Record<string, strin
     })
     child.on("exit", (code) => reject(new Error(`${role} exited with ${code} before it was ready`)))
   })
-  const stop = () =>
+  const stop = (signal: NodeJS.Signals = "SIGTERM") =>
     new Promise<void>((resolve) => {
       if (child.exitCode !== null) return resolve()
       child.on("exit", () => resolve())
-      child.kill("SIGTERM")
+      child.kill(signal)
       setTimeout(() => child.kill("SIGKILL"), 5000).unref()
     })
   return { pid: child.pid ?? 0, port: ready, process: child, stop }

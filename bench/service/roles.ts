@@ -21,12 +21,37 @@ import { LoggingLive } from "../../src/logging.ts"
 import { serveWith } from "../../src/server.ts"
 import { NETWORK } from "../../src/x402/protocol.ts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
+import type { Call } from "./load.ts"
 import { DEV_FOODS } from "../../test/foods/devset.ts"
 import { FDC_FIXTURE_DIR, hasSr28, SR28_DIR } from "../../test/foods/paths.ts"
 
 export const PAY_TO = "0x1111111111111111111111111111111111111111"
 /** The Bearer key of the in-memory credits the benchmark spends. */
 export const BENCH_KEY = "Bearer memory_bench"
+
+/** The environment of the morsel role: its own data folder, limits out of the way, x402 on an unreachable chain. */
+export const morselEnv = (dataDir: string): Record<string, string> => ({
+  HOST: "127.0.0.1",
+  LOG_LEVEL: "warning",
+  MORSEL_DATA_DIR: dataDir,
+  X402_PAY_TO: PAY_TO,
+  X402_SETTLER_PRIVATE_KEY: `0x${"11".repeat(32)}`,
+  X402_RPC_URL: "http://127.0.0.1:9",
+  ...Object.fromEntries(
+    ["GLOBAL_PER_DAY", "GLOBAL_PER_HOUR", "PAYER_PER_DAY", "CONCURRENT", "X402_PER_DAY", "X402_PER_HOUR", "X402_CONCURRENT"].map((name) => [
+      `LIMIT_${name}`,
+      "1000000"
+    ])
+  )
+})
+
+/** POST /v1/analyze paid with the benchmark's credits. */
+export const analyzeCall = (image: Buffer, key: string, language: "en" | "lt" = "en"): Call => ({
+  method: "POST",
+  path: "/v1/analyze",
+  headers: { authorization: BENCH_KEY, "idempotency-key": key },
+  body: Buffer.from(JSON.stringify({ image_base64: image.toString("base64"), mime_type: "image/jpeg", language }))
+})
 
 /** Tells the parent where the server listens, on one stdout line. */
 const announce = (port: number) => process.stdout.write(`READY ${port}\n`)

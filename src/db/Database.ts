@@ -23,6 +23,12 @@ const POOL_SIZE = 8
  */
 const EMBEDDED_POOL_SIZE = 1
 
+/**
+ * PostgreSQL's default shared_buffers (128 MB) is allocated inside PGlite's WebAssembly memory and stays resident:
+ * about 120 MiB of the process for a cache the embedded database, a single instance's store, never fills.
+ */
+const EMBEDDED_SETTINGS = ["shared_buffers = 16MB"]
+
 /** Starts PGlite on a private unix socket so the ordinary pg driver can talk to it. */
 export const embedded = (dataDir: string, options: { readonly loadDataDir?: Blob } = {}) =>
   Effect.map(startEmbedded(dataDir, options), (started) => started.target)
@@ -37,6 +43,7 @@ export const startEmbedded = (dataDir: string, options: { readonly loadDataDir?:
         try: () =>
           PGlite.create({
             dataDir: inMemory ? undefined : resolve(dataDir),
+            postgresqlconf: EMBEDDED_SETTINGS,
             ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {})
           }),
         catch: (cause) => new DatabaseUnavailable({ message: `cannot open the embedded database in ${dataDir}`, cause })

@@ -222,15 +222,19 @@ export const inspectImage = (
     )
   }
 
-  if (!isStrictBase64(imageBase64)) return reject("invalid_base64", base64Problem(imageBase64))
+  // Node decodes leniently, so a string is strict base64 when its bytes encode back to it exactly: two native
+  // passes instead of a regular expression over megabytes. Only a string that fails this (invalid, or with
+  // non-zero padding bits, which the strict rules still accept) is checked the slow way.
+  const decoded = Buffer.from(imageBase64, "base64")
+  const canonical = imageBase64.length > 0 && decoded.toString("base64") === imageBase64
+  if (!canonical && !isStrictBase64(imageBase64)) return reject("invalid_base64", base64Problem(imageBase64))
 
   const size = decodedLength(imageBase64)
   if (size > maxBytes) {
     return reject("image_too_large", `image is ${fmt(size)} bytes decoded; the limit is ${fmt(maxBytes)} bytes`)
   }
 
-  const bytes: Uint8Array = Buffer.from(imageBase64, "base64")
-
+  const bytes: Uint8Array = decoded
   const format = detectFormat(bytes)
   if (format === undefined) {
     return reject("unsupported_image", "image bytes are neither PNG nor JPEG; only image/png and image/jpeg are accepted")

@@ -42,7 +42,12 @@ export interface FoodIndex {
   readonly idf: ReadonlyMap<string, number>
   readonly trigramPostings: ReadonlyMap<string, ReadonlyArray<string>>
   readonly maxIdf: number
+  /** Queries already read against this index: a model names the same few foods again and again. */
+  readonly prepared: Map<string, PreparedQuery>
 }
+
+/** How many prepared queries an index keeps; past that it starts afresh (a query costs about 40 µs to prepare). */
+const PREPARED_QUERIES = 1024
 
 const DRY_FORMS: ReadonlySet<StateWord> = new Set(["dry", "dried", "dehydrated", "powder", "concentrate"])
 const RAWISH: ReadonlySet<StateWord> = new Set(["raw", "uncooked", "unprepared"])
@@ -174,7 +179,7 @@ export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
       trigramPostings.set(gram, list)
     }
   }
-  return { size: foods.length, foods, postings, idf, trigramPostings, maxIdf: Math.log(n + 1) }
+  return { size: foods.length, foods, postings, idf, trigramPostings, maxIdf: Math.log(n + 1), prepared: new Map() }
 }
 
 /** The known word closest to a misspelt one (trigram similarity above 0.45), as pg_trgm's similarity() would judge. */
@@ -221,6 +226,15 @@ interface PreparedQuery {
 }
 
 const prepare = (index: FoodIndex, query: string): PreparedQuery => {
+  const known = index.prepared.get(query)
+  if (known !== undefined) return known
+  if (index.prepared.size >= PREPARED_QUERIES) index.prepared.clear()
+  const prepared = prepareAfresh(index, query)
+  index.prepared.set(query, prepared)
+  return prepared
+}
+
+const prepareAfresh = (index: FoodIndex, query: string): PreparedQuery => {
   const terms = queryTerms(query)
   const states = new Set<StateWord>()
   const content: Array<{ alternatives: ReadonlyArray<string>; weight: number }> = []
@@ -308,8 +322,10 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
   if (prepared.content.length === 0 || prepared.totalWeight === 0) return []
   // A trusted match must contain the query's head word, so only records holding it are candidates.
   const headTerm = prepared.content[prepared.content.length - 1]!
-  const candidates = new Set<number>()
-  for (const word of headTerm.alternatives) for (const i of index.postings.get(word) ?? []) candidates.add(i)
+  // One spelling's postings are already distinct; only several spellings need a set to merge them.
+  const [only, ...others] = headTerm.alternatives
+  const candidates: Iterable<number> =
+    others.length === 0 ? (index.postings.get(only ?? "") ?? []) : new Set(headTerm.alternatives.flatMap((word) => index.postings.get(word) ?? []))
   const weighedWords = [...prepared.words].filter((w) => !NEUTRAL.has(w)).map((w) => [w, index.idf.get(w) ?? 0] as const)
   // Keep only the best few while scanning: no sort and no allocation per candidate.
   const best: Array<{ readonly food: IndexedFood; readonly score: number }> = []

@@ -21,14 +21,17 @@ const TOLERATED_DISTANCE = Math.log(1.55)
 
 const ratio = (record: Nutrition, guess: Nutrition, key: (typeof KEYS)[number]) => (record[key] + SMOOTHING[key]) / (guess[key] + SMOOTHING[key])
 
-/** Every nutrient of the record is within MAX_RATIO of the guess (no logarithms: this runs for every candidate). */
-export const isPlausible = (record: Nutrition, guess: Nutrition): boolean => {
-  for (const key of KEYS) {
-    const r = ratio(record, guess, key)
-    if (r > MAX_RATIO[key] || r * MAX_RATIO[key] < 1) return false
-  }
-  return true
-}
+/**
+ * Every nutrient of the record is within MAX_RATIO of the guess. This runs for every candidate of every item, so
+ * it is written out field by field, without logarithms or lookups by key.
+ */
+export const isPlausible = (record: Nutrition, guess: Nutrition): boolean =>
+  within((record.kcal + SMOOTHING.kcal) / (guess.kcal + SMOOTHING.kcal), MAX_RATIO.kcal) &&
+  within((record.protein_g + SMOOTHING.protein_g) / (guess.protein_g + SMOOTHING.protein_g), MAX_RATIO.protein_g) &&
+  within((record.carbs_g + SMOOTHING.carbs_g) / (guess.carbs_g + SMOOTHING.carbs_g), MAX_RATIO.carbs_g) &&
+  within((record.fat_g + SMOOTHING.fat_g) / (guess.fat_g + SMOOTHING.fat_g), MAX_RATIO.fat_g)
+
+const within = (r: number, max: number) => !(r > max || r * max < 1)
 
 /** |ln ratio| of the record's energy to the guess (smoothed). */
 export const energyDistance = (record: Nutrition, guess: Nutrition) => Math.abs(Math.log(ratio(record, guess, "kcal")))

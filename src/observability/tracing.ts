@@ -1,6 +1,7 @@
 /** Traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set; unset, nothing is loaded and spans cost nothing. */
-import { FetchHttpClient, Headers } from "@effect/platform"
+import { FetchHttpClient, Headers, HttpMiddleware } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
+import { constTrue } from "effect/Function"
 import packageJson from "../../package.json" with { type: "json" }
 import { AppConfig } from "../config.ts"
 
@@ -10,7 +11,10 @@ const SECRET_HEADERS = ["authorization", "payment-signature", "stripe-signature"
 export const TracingLive = Layer.unwrapEffect(
   Effect.gen(function* () {
     const settings = yield* AppConfig
-    if (Option.isNone(settings.otlpEndpoint)) return Layer.empty
+    // Unset, no span is even made: the request tracer middleware steps aside and every withSpan is a no-op.
+    if (Option.isNone(settings.otlpEndpoint)) {
+      return Layer.merge(Layer.setTracerEnabled(false), Layer.locallyScoped(HttpMiddleware.currentTracerDisabledWhen, constTrue))
+    }
     const [{ layer }, { layerJson }] = yield* Effect.promise(() =>
       Promise.all([import("@effect/opentelemetry/OtlpTracer"), import("@effect/opentelemetry/OtlpSerialization")])
     )

@@ -296,6 +296,22 @@ describe("inspectImage: rule 2, strict standard base64", () => {
     )
   })
 
+  it("accepts padding whose unused bits are not zero, as the strict alphabet and padding rules do", () => {
+    for (const s of ["QR==", "QUJ=", "AAAA/B=="]) expectRejected(s, "image/png", "unsupported_image")
+  })
+
+  it("rejects exactly the strings outside the alphabet, the padding or the length rules (property)", () => {
+    const strict = (s: string) => s.length > 0 && s.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(s)
+    const chars = fc.constantFrom(..."AQgw+/=-_ .\n")
+    fc.assert(
+      fc.property(fc.array(chars, { maxLength: 16 }), (letters) => {
+        const s = letters.join("")
+        expect(rejected(s, "image/png").reason === "invalid_base64").toBe(!strict(s))
+      }),
+      { numRuns: 2000 },
+    )
+  })
+
   it("rejects an empty string", () => {
     expect(expectRejected("", "image/png", "invalid_base64").message).toMatch(/empty/)
   })
