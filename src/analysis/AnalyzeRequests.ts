@@ -19,11 +19,12 @@ import {
 } from "../domain/errors.ts"
 import { inspectImage } from "../domain/image.ts"
 import { AnalysisResult, type AnalyzeRequest } from "../domain/schemas.ts"
+import { attemptLeaseMs } from "../limits/lease.ts"
 import { Limits } from "../limits/Limits.ts"
 import { analyses, analysisDuration, count, outcomeOf } from "../observability/metrics.ts"
 import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
 import { type Credential, Funding, type FundingMethod, type Save, type Settled } from "./Funding.ts"
-import { AttemptLost, attemptLeaseMs, RequestStore } from "./RequestStore.ts"
+import { AttemptLost, RequestStore } from "./RequestStore.ts"
 
 /** What makes two requests "the same input"; the image itself is never stored. */
 export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest) =>

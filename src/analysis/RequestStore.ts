@@ -2,15 +2,11 @@
 import type { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
-import type { Settings } from "../config.ts"
 import { AnalysisResult } from "../domain/schemas.ts"
 import { Ids } from "../ids.ts"
 import type { FundingKind } from "../domain/payer.ts"
 
 export const RESULT_RETENTION_MS = 24 * 60 * 60 * 1000
-
-/** How long a running attempt keeps its key: the whole deadline plus settlement, then another instance may take over. */
-export const attemptLeaseMs = (settings: Settings) => settings.analysisTimeoutMs + settings.x402.confirmTimeoutMs + 60_000
 
 export type Claim =
   | { readonly _tag: "Started"; readonly requestId: string }

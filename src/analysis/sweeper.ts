@@ -2,7 +2,8 @@
 import { Clock, Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.ts"
 import { Funding } from "./Funding.ts"
-import { attemptLeaseMs, RequestStore } from "./RequestStore.ts"
+import { attemptLeaseMs } from "../limits/lease.ts"
+import { RequestStore } from "./RequestStore.ts"
 
 /** How long after a lease ends its sweep runs: a lease is over only once it has strictly passed. */
 export const SWEEP_GRACE_MS = 1_000

@@ -1,16 +1,18 @@
-/** Feedback on completed analyses (SPEC §4.7): one submission per request, owned by the key, rate-limited. */
+/** Feedback on completed analyses: one submission per request, owned by the key, limited per key and service-wide per rolling day. */
 import { SqlClient } from "@effect/sql"
 import { Clock, Data, Effect } from "effect"
 import { AppConfig } from "../config.ts"
 import { Conflict, NotFound } from "../domain/errors.ts"
+import { DAY_MS, rollingWindowStart } from "../limits/window.ts"
 import { payerIdOf } from "./keys.ts"
 
-export const FEEDBACK_WINDOW_MS = 24 * 3600 * 1000
-export const FEEDBACK_MAX_AGE_MS = 90 * 24 * 3600 * 1000
+/** The limits count the submissions of the rolling day that ends now. */
+export const FEEDBACK_WINDOW_MS = DAY_MS
+export const FEEDBACK_MAX_AGE_MS = 90 * DAY_MS
 
+/** Which feedback limit refused a submission: the key's own or the service's. */
 export class FeedbackLimited extends Data.TaggedError("FeedbackLimited")<{
   readonly scope: "key" | "global"
-  readonly retryAfterSeconds: number
 }> {}
 
 export interface FeedbackSubmission {
@@ -61,22 +63,17 @@ export class Feedback extends Effect.Service<Feedback>()("morsel/credits/Feedbac
         // An exact repeat is answered before the limits, so a retried submission never gets 429.
         if ((yield* existing(fingerprint, submission)) === "duplicate") return { duplicate: true }
 
-        const windowStart = new Date(nowMs - FEEDBACK_WINDOW_MS)
+        const windowStart = new Date(rollingWindowStart(FEEDBACK_WINDOW_MS, nowMs))
         const inserted = yield* Effect.gen(function* () {
           // Serializes submissions so the per-key and global counts cannot be overtaken by a concurrent insert.
           yield* sql`SELECT pg_advisory_xact_lock(hashtext('morsel.credit_feedback'))`
           yield* sql`DELETE FROM credit_feedback WHERE created_at < ${oldestAllowed}`
-          const [perKey] = yield* sql<{ n: number; oldest: Date | null }>`
-            SELECT count(*)::int AS n, min(created_at) AS oldest FROM credit_feedback
-            WHERE fingerprint = ${fingerprint} AND created_at > ${windowStart}`
-          if (perKey !== undefined && perKey.n >= limits.feedbackPerKeyPerDay) {
-            return yield* new FeedbackLimited({ scope: "key", retryAfterSeconds: retryAfter(perKey.oldest, nowMs) })
-          }
-          const [global] = yield* sql<{ n: number; oldest: Date | null }>`
-            SELECT count(*)::int AS n, min(created_at) AS oldest FROM credit_feedback WHERE created_at > ${windowStart}`
-          if (global !== undefined && global.n >= limits.feedbackGlobalPerDay) {
-            return yield* new FeedbackLimited({ scope: "global", retryAfterSeconds: retryAfter(global.oldest, nowMs) })
-          }
+          const [perKey] = yield* sql<{ n: number }>`
+            SELECT count(*)::int AS n FROM credit_feedback WHERE fingerprint = ${fingerprint} AND created_at > ${windowStart}`
+          if (perKey !== undefined && perKey.n >= limits.feedbackPerKeyPerDay) return yield* new FeedbackLimited({ scope: "key" })
+          const [global] = yield* sql<{ n: number }>`
+            SELECT count(*)::int AS n FROM credit_feedback WHERE created_at > ${windowStart}`
+          if (global !== undefined && global.n >= limits.feedbackGlobalPerDay) return yield* new FeedbackLimited({ scope: "global" })
           return yield* sql<{ request_id: string }>`
             INSERT INTO credit_feedback (request_id, fingerprint, category, note, created_at)
             VALUES (${submission.requestId}, ${fingerprint}, ${submission.category}, ${submission.note}, ${now})
@@ -91,7 +88,3 @@ export class Feedback extends Effect.Service<Feedback>()("morsel/credits/Feedbac
     return { submit }
   })
 }) {}
-
-/** Seconds until the oldest submission in the window leaves it (at least 1). */
-const retryAfter = (oldest: Date | null, nowMs: number) =>
-  oldest === null ? 60 : Math.max(1, Math.ceil((oldest.getTime() + FEEDBACK_WINDOW_MS - nowMs) / 1000))

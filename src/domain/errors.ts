@@ -123,7 +123,12 @@ export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()(
   "TooManyRequests",
   { error: detail("rate_limited", "failure_limit", "spend_limited", "feedback_limited", "capacity_limited") },
   HttpApiSchema.annotations({ status: 429, description: "A limit was hit; header Retry-After in seconds; nothing consumed" })
-) {}
+) {
+  /** The wait this refusal asks for (Retry-After; MCP's retry_after_seconds): an hour for the payer's own daily limits, a minute for any other. */
+  get retryAfterSeconds(): number {
+    return this.error.code === "failure_limit" || this.error.code === "spend_limited" ? 3600 : 60
+  }
+}
 
 export class AnalysisFailed extends Schema.TaggedError<AnalysisFailed>()(
   "AnalysisFailed",
@@ -138,7 +143,25 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
     payment_response: Schema.optional(X402SettleResponse.annotations({ description: "payment_pending only: the pending settlement receipt" }))
   },
   HttpApiSchema.annotations({ status: 503, description: "Read error.code; payment_pending: retry the same request and authorization after 60 s" })
-) {}
+) {
+  /** The wait this answer asks for (Retry-After; MCP's retry_after_seconds), if retrying can help at all. */
+  get retryAfterSeconds(): number | undefined {
+    return unavailableRetryAfterSeconds[this.error.code]
+  }
+}
+
+/**
+ * Whole seconds to wait by 503 code: a minute for a settlement on its way, a few seconds for a passing outage,
+ * none for a part the operator has not configured (retrying does not help until a setting changes).
+ */
+const unavailableRetryAfterSeconds: Record<ServiceUnavailable["error"]["code"], number | undefined> = {
+  payment_pending: 60,
+  model_unavailable: undefined,
+  payments_unavailable: undefined,
+  storage_unavailable: 5,
+  processor_unavailable: 5,
+  starting: 5
+}
 
 export class AnalysisTimeout extends Schema.TaggedError<AnalysisTimeout>()(
   "AnalysisTimeout",

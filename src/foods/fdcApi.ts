@@ -1,5 +1,7 @@
 /** The optional live USDA FoodData Central search API: rate-limited, cached in the database, never fatal to an analysis. */
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Clock, Duration, Effect, Option, Redacted, Ref } from "effect"
+import { HOUR_MS, makeLocalAllowance } from "../limits/window.ts"
 import type { FoodRecord, NutrientAccumulator } from "./records.ts"
 import { toNutrition } from "./records.ts"
 import { cachedSearch, storeSearch } from "./repository.ts"
@@ -80,46 +82,43 @@ export const recordFromSearchHit = (food: SearchFood): FoodRecord | undefined =>
   }
 }
 
-const HOUR_MS = 3_600_000
-
 /**
  * A searcher over the live API: answers from the database cache first; otherwise calls the API unless the hourly
  * budget is spent or the API asked us to back off (429), in which case it answers "nothing" rather than wait.
  */
 export const makeFdcSearch = (settings: FdcApiSettings) =>
   Effect.gen(function* () {
-    const limit = settings.requestsPerHour ?? 1000
-    const calls = yield* Ref.make<ReadonlyArray<number>>([])
+    // Per process, as FoodData Central's own 429 is the shared guard: a spent budget only leaves the model's numbers.
+    const budget = yield* makeLocalAllowance({ limit: settings.requestsPerHour ?? 1000, windowMs: HOUR_MS })
     const pausedUntil = yield* Ref.make(0)
     const timeout = settings.timeout ?? Duration.seconds(4)
+    // The key stays out of logs (x-api-key is redacted by default) and no trace context goes to a third party.
+    const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withTracerPropagation(false))
 
-    /** Takes one request from the sliding one-hour window, or says no. */
+    /** Takes one request from the hourly budget, or says no while the API has asked us to wait. */
     const takePermit = Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
-      if (now < (yield* Ref.get(pausedUntil))) return false
-      return yield* Ref.modify(calls, (times) => {
-        const recent = times.filter((t) => now - t < HOUR_MS)
-        return recent.length >= limit ? [false, recent] : [true, [...recent, now]]
-      })
+      if ((yield* Clock.currentTimeMillis) < (yield* Ref.get(pausedUntil))) return false
+      return yield* budget.take
     })
 
     const fetchHits = (query: string) =>
       Effect.gen(function* () {
-        const url = new URL(`${settings.baseUrl}/v1/foods/search`)
-        url.searchParams.set("query", query)
-        url.searchParams.set("dataType", API_DATA_TYPES.join(","))
-        url.searchParams.set("pageSize", "25")
-        const response = yield* Effect.tryPromise((signal) =>
-          fetch(url, { headers: { "X-Api-Key": Redacted.value(settings.apiKey), accept: "application/json" }, signal })
-        ).pipe(Effect.timeoutFail({ duration: timeout, onTimeout: () => new Error("FoodData Central did not answer in time") }))
+        const request = HttpClientRequest.get(`${settings.baseUrl}/v1/foods/search`).pipe(
+          HttpClientRequest.setUrlParams({ query, dataType: API_DATA_TYPES.join(","), pageSize: "25" }),
+          HttpClientRequest.setHeader("X-Api-Key", Redacted.value(settings.apiKey)),
+          HttpClientRequest.acceptJson
+        )
+        const response = yield* client
+          .execute(request)
+          .pipe(Effect.timeoutFail({ duration: timeout, onTimeout: () => new Error("FoodData Central did not answer in time") }))
         if (response.status === 429) {
-          const retryAfter = Number(response.headers.get("retry-after"))
+          const retryAfter = Number(response.headers["retry-after"])
           const now = yield* Clock.currentTimeMillis
           yield* Ref.set(pausedUntil, now + (Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : HOUR_MS))
           return yield* Effect.fail(new Error("FoodData Central rate limit reached"))
         }
-        if (!response.ok) return yield* Effect.fail(new Error(`FoodData Central answered ${response.status}`))
-        const body: unknown = yield* Effect.tryPromise(() => response.json())
+        if (response.status < 200 || response.status >= 300) return yield* Effect.fail(new Error(`FoodData Central answered ${response.status}`))
+        const body = yield* response.json
         const hits: ReadonlyArray<SearchFood> =
           typeof body === "object" && body !== null && "foods" in body && Array.isArray(body.foods) ? body.foods : []
         return hits.flatMap((food) => {
@@ -148,4 +147,4 @@ export const makeFdcSearch = (settings: FdcApiSettings) =>
       )
 
     return { search }
-  })
+  }).pipe(Effect.provide(FetchHttpClient.layer))

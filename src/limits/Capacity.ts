@@ -1,20 +1,13 @@
-/** Capacity limit of the credit endpoints (SPEC §7 "429 capacity limit"): per-key and service-wide requests per minute, counted in PostgreSQL. */
+/** Capacity limit of the credit endpoints (429 capacity_limited): per-key and service-wide requests per minute, counted in PostgreSQL. */
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.ts"
 import { TooManyRequests } from "../domain/errors.ts"
-
-export const CAPACITY_WINDOW_MS = 60_000
+import { fixedWindowStart, MINUTE_MS } from "./window.ts"
 
 export interface CapacitySettings {
   readonly perKeyPerMinute: number
   readonly globalPerMinute: number
-}
-
-/** A refusal and how long until the current minute ends (whole seconds, at least 1). */
-export interface CapacityRefusal {
-  readonly error: TooManyRequests
-  readonly retryAfterSeconds: number
 }
 
 export class CreditCapacity extends Context.Tag("morsel/CreditCapacity")<
@@ -24,7 +17,7 @@ export class CreditCapacity extends Context.Tag("morsel/CreditCapacity")<
      * Count one credit-endpoint request of `subject` (a digest of the key, never the key) against its minute
      * and the service's; refused requests of a key do not count toward the service-wide minute.
      */
-    readonly admit: (subject: string) => Effect.Effect<void, CapacityRefusal>
+    readonly admit: (subject: string) => Effect.Effect<void, TooManyRequests>
   }
 >() {
   /** No capacity limit: for tests of other features. */
@@ -54,13 +47,8 @@ export class CreditCapacity extends Context.Tag("morsel/CreditCapacity")<
 
         const admit = (subject: string) =>
           Effect.gen(function* () {
-            const nowMs = yield* Clock.currentTimeMillis
-            const windowMs = nowMs - (nowMs % CAPACITY_WINDOW_MS)
-            const window = new Date(windowMs)
-            const refuse = (message: string): CapacityRefusal => ({
-              error: new TooManyRequests({ error: { code: "capacity_limited", message } }),
-              retryAfterSeconds: Math.max(1, Math.ceil((windowMs + CAPACITY_WINDOW_MS - nowMs) / 1000))
-            })
+            const window = new Date(fixedWindowStart(MINUTE_MS, yield* Clock.currentTimeMillis))
+            const refuse = (message: string) => new TooManyRequests({ error: { code: "capacity_limited", message } })
             const perKey = yield* count(`key:${subject}`, window, settings.perKeyPerMinute)
             if (perKey === undefined) {
               return yield* Effect.fail(refuse(`This key made ${settings.perKeyPerMinute} credit requests this minute; respect Retry-After.`))

@@ -1,9 +1,11 @@
-/** Admission control for new analyses (SPEC §8): rolling windows and concurrency leases kept in PostgreSQL for every instance. */
+/** Admission control for new analyses: rolling windows and concurrency leases kept in PostgreSQL for every instance. */
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Ref } from "effect"
 import type { Payer } from "../domain/payer.ts"
 import { AppConfig, type Limits as LimitSettings } from "../config.ts"
 import { ServiceUnavailable, TooManyRequests } from "../domain/errors.ts"
+import { attemptLeaseMs } from "./lease.ts"
+import { DAY_MS, HOUR_MS, rollingWindowStart } from "./window.ts"
 
 /** A held slot of the concurrency limits; released when the analysis ends, however it ends. */
 export interface Admission {
@@ -14,8 +16,8 @@ export class Limits extends Context.Tag("morsel/Limits")<
   Limits,
   {
     /**
-     * Admit one new analysis for `payer`, or refuse with 429 (the Retry-After header set by the caller from the
-     * code). Storage trouble is a 503: without the shared counts no instance can tell whether it may start.
+     * Admit one new analysis for `payer`, or refuse with 429 (its `retryAfterSeconds` becomes the caller's
+     * Retry-After). Storage trouble is a 503: without the shared counts no instance can tell whether it may start.
      */
     readonly admit: (payer: Payer, requestId: string) => Effect.Effect<Admission, TooManyRequests | ServiceUnavailable>
     /**
@@ -32,10 +34,8 @@ export class Limits extends Context.Tag("morsel/Limits")<
   })
 }
 
-export const HOUR_MS = 3_600_000
 /** How long an instance reuses its last look at the limits for 402 challenges (admission itself never reuses it). */
 export const PEEK_REUSE_MS = 1_000
-export const DAY_MS = 24 * HOUR_MS
 
 /** The limits `limit_admission` names, with the answer each one gives. */
 export type LimitName =
@@ -100,8 +100,8 @@ const storageUnavailable = (error: SqlError.SqlError) =>
  * Limits on PostgreSQL. Each admission is one call of the `limit_admission` function (migration 0005): it
  * takes the `limit_locks` row FOR UPDATE, counts `limit_admissions` (and the payer's counted failures in
  * `analysis_requests`) and inserts its own row, all in one statement's transaction, so instances never
- * overtake each other. Nothing spans an analysis: a slot is a row whose lease ends at the analysis lease
- * (deadline + settlement wait + 60 s) unless released first, so a crashed instance cannot hold it for long.
+ * overtake each other. Nothing spans an analysis: a slot is a row whose lease ends with the attempt's lease
+ * (`attemptLeaseMs`) unless released first, so a crashed instance cannot hold it for long.
  */
 export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlClient> = Layer.effect(
   Limits,
@@ -110,7 +110,7 @@ export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlCli
     const settings = yield* AppConfig
     const limits = settings.limits
     // The same bound as a running attempt's idempotency lease: past it the instance is presumed gone.
-    const leaseMs = settings.analysisTimeoutMs + settings.x402.confirmTimeoutMs + 60_000
+    const leaseMs = attemptLeaseMs(settings)
 
     /** The limit that refuses this analysis now, if any; inserts its admission when `admit` and none does. */
     const decide = (requestId: string | null, payer: Payer | undefined, admit: boolean) =>
@@ -119,8 +119,8 @@ export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlCli
         const rows = yield* sql<{ reached: string | null }>`
           SELECT limit_admission(
             ${requestId}::uuid, ${payer?.id ?? null}::text, ${payer?.kind ?? "x402"}::text, ${admit}::boolean,
-            ${new Date(nowMs)}::timestamptz, ${new Date(nowMs - HOUR_MS)}::timestamptz,
-            ${new Date(nowMs - DAY_MS)}::timestamptz, ${new Date(nowMs + leaseMs)}::timestamptz,
+            ${new Date(nowMs)}::timestamptz, ${new Date(rollingWindowStart(HOUR_MS, nowMs))}::timestamptz,
+            ${new Date(rollingWindowStart(DAY_MS, nowMs))}::timestamptz, ${new Date(nowMs + leaseMs)}::timestamptz,
             ${limits.globalPerDay}::int, ${limits.globalPerHour}::int, ${limits.payerPerDay}::int, ${limits.concurrent}::int,
             ${limits.x402PerDay}::int, ${limits.x402PerHour}::int, ${limits.x402Concurrent}::int, ${limits.failuresPerDay}::int
           ) AS reached`.pipe(Effect.catchTag("SqlError", storageUnavailable))

@@ -15,7 +15,6 @@ import {
   X402PaymentRequired,
   X402SettleResponse
 } from "../domain/schemas.ts"
-import { retryAfterSeconds } from "../http/headers.ts"
 import { MAX_JSON_DEPTH, tooDeep, valueNestsDeeperThan } from "../http/transport.ts"
 import { type DecodedPayment, decodePaymentPayload, discoveryOutput, resourceInfo, retarget } from "../x402/protocol.ts"
 
@@ -158,7 +157,7 @@ export const errorResult = (failure: AnalyzeError, forTool: (challenge: X402Paym
   }
   const pending = failure._tag === "ServiceUnavailable" ? Option.fromNullable(failure.payment_response) : Option.none()
   const retryAfter =
-    failure._tag === "TooManyRequests" || failure._tag === "ServiceUnavailable" ? Option.fromNullable(retryAfterSeconds(failure)) : Option.none()
+    failure._tag === "TooManyRequests" || failure._tag === "ServiceUnavailable" ? Option.fromNullable(failure.retryAfterSeconds) : Option.none()
   const body = {
     error: failure.error,
     ...Option.match(pending, { onNone: () => ({}), onSome: (receipt) => ({ payment_response: receipt }) }),
