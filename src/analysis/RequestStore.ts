@@ -8,13 +8,16 @@ import type { FundingKind } from "../domain/payer.ts"
 
 export const RESULT_RETENTION_MS = 24 * 60 * 60 * 1000
 
-export type Claim =
-  | { readonly _tag: "Started"; readonly requestId: string }
-  | { readonly _tag: "Replay"; readonly requestId: string; readonly result: AnalysisResult; readonly paymentResponse: Option.Option<string> }
-  | { readonly _tag: "Pending"; readonly requestId: string; readonly result: AnalysisResult }
-  | { readonly _tag: "InProgress"; readonly requestId: string }
-  | { readonly _tag: "Conflict"; readonly requestId: string }
-  | { readonly _tag: "Expired"; readonly requestId: string }
+/** What a claim on (payer, key) found: a fresh attempt, or why there is none. */
+export type Claim = Data.TaggedEnum<{
+  Started: { readonly requestId: string }
+  Replay: { readonly requestId: string; readonly result: AnalysisResult; readonly paymentResponse: Option.Option<string> }
+  Pending: { readonly requestId: string; readonly result: AnalysisResult }
+  InProgress: { readonly requestId: string }
+  Conflict: { readonly requestId: string }
+  Expired: { readonly requestId: string }
+}>
+export const Claim = Data.taggedEnum<Claim>()
 
 export interface ClaimInput {
   readonly payer: string
@@ -97,22 +100,21 @@ export const RequestStoreLive = Layer.effect(
     const classify = (row: Row, fingerprint: string, at: Date): Effect.Effect<Claim> =>
       Effect.gen(function* () {
         const requestId = row.request_id
-        if (row.input_fingerprint !== fingerprint) return { _tag: "Conflict", requestId } as const
+        if (row.input_fingerprint !== fingerprint) return Claim.Conflict({ requestId })
         switch (row.status) {
           case "running":
           case "failed":
-            return { _tag: "InProgress", requestId } as const
+            return Claim.InProgress({ requestId })
           case "payment_pending":
-            return { _tag: "Pending", requestId, result: yield* Effect.orDie(decodeResult(row.result)) } as const
+            return Claim.Pending({ requestId, result: yield* Effect.orDie(decodeResult(row.result)) })
           case "paid": {
             const fresh = row.completed_at !== null && at.getTime() - row.completed_at.getTime() < RESULT_RETENTION_MS
-            if (!fresh || row.result === null) return { _tag: "Expired", requestId } as const
-            return {
-              _tag: "Replay",
+            if (!fresh || row.result === null) return Claim.Expired({ requestId })
+            return Claim.Replay({
               requestId,
               result: yield* Effect.orDie(decodeResult(row.result)),
               paymentResponse: Option.fromNullable(row.payment_response)
-            } as const
+            })
           }
         }
       })
@@ -143,7 +145,7 @@ export const RequestStoreLive = Layer.effect(
         const latest = current?.status === "running" ? yield* latestFor(input) : current
         if (latest && latest.status !== "failed") return { claim: yield* classify(latest, input.fingerprint, at), abandoned }
         if (latest && latest.input_fingerprint !== input.fingerprint) {
-          return { claim: { _tag: "Conflict", requestId: latest.request_id } as const, abandoned }
+          return { claim: Claim.Conflict({ requestId: latest.request_id }), abandoned }
         }
         yield* purgeExpiredResults(at)
         const requestId = yield* Ids.next
@@ -154,13 +156,13 @@ export const RequestStoreLive = Layer.effect(
                   ${new Date(at.getTime() + input.leaseMs)}, ${at})
           ON CONFLICT (payer, idempotency_key) WHERE status <> 'failed' DO NOTHING
           RETURNING request_id`
-        if (inserted.length > 0) return { claim: { _tag: "Started", requestId } as const, abandoned }
+        if (inserted.length > 0) return { claim: Claim.Started({ requestId }), abandoned }
         // Another instance claimed the key between our read and our insert.
         const [winner] = yield* sql<Row>`
           SELECT * FROM analysis_requests
           WHERE payer = ${input.payer} AND idempotency_key = ${input.idempotencyKey} AND status <> 'failed'`
         return {
-          claim: winner ? yield* classify(winner, input.fingerprint, at) : ({ _tag: "InProgress", requestId } as const),
+          claim: winner ? yield* classify(winner, input.fingerprint, at) : Claim.InProgress({ requestId }),
           abandoned
         }
       })

@@ -1,5 +1,6 @@
 /** Closes attempts left running by a vanished instance and gives their reservations back, even if nobody retries. */
 import { Clock, Duration, Effect, Layer, Option } from "effect"
+import { forkPasses } from "../background.ts"
 import { AppConfig } from "../config.ts"
 import { Funding } from "./Funding.ts"
 import { attemptLeaseMs } from "../limits/lease.ts"
@@ -29,15 +30,17 @@ export const sweepStaleAttempts = Effect.gen(function* () {
 
 /** Sweeps at start-up, then whenever the next lease ends. */
 export const StaleAttemptSweeperLive = Layer.scopedDiscard(
-  Effect.gen(function* () {
-    const dueAt = yield* sweepStaleAttempts.pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.logError("sweeping abandoned analyses failed", cause).pipe(
-          Effect.zipRight(Effect.map(Clock.currentTimeMillis, (now) => now + SWEEP_RETRY_MS))
+  forkPasses(
+    Effect.gen(function* () {
+      const dueAt = yield* sweepStaleAttempts.pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logError("sweeping abandoned analyses failed", cause).pipe(
+            Effect.zipRight(Effect.map(Clock.currentTimeMillis, (now) => now + SWEEP_RETRY_MS))
+          )
         )
       )
-    )
-    const now = yield* Clock.currentTimeMillis
-    yield* Effect.sleep(Duration.millis(Math.max(0, dueAt - now)))
-  }).pipe(Effect.forever, Effect.forkScoped)
+      const now = yield* Clock.currentTimeMillis
+      return Duration.millis(Math.max(0, dueAt - now))
+    })
+  )
 )

@@ -8,7 +8,7 @@ import { EvmChain, paymentChain } from "./EvmChain.ts"
 import { MemoryChain } from "./MemoryChain.ts"
 import { PaymentStore, type PaymentRecord } from "./PaymentStore.ts"
 import { type Authorization, authorizationSigner, decodePayment, NETWORK, TOKEN_DOMAIN } from "./protocol.ts"
-import { Settlement, type SignedPayment, type Submission } from "./Settlement.ts"
+import { Settlement, type SignedPayment, Submission } from "./Settlement.ts"
 import { Verifier } from "./Verifier.ts"
 
 /** x402's verdict on a payment, in its order of checks: terms first, then what the token would say (nonce, balance). */
@@ -57,7 +57,7 @@ const MemorySettlement = Layer.effect(
     const lock = yield* Effect.makeSemaphore(1)
 
     const rejected = (a: Authorization, signature: Hex) =>
-      Effect.map(chain.simulate(a, signature), Option.map((reason): Submission => ({ _tag: "Rejected", reason })))
+      Effect.map(chain.simulate(a, signature), Option.map((reason) => Submission.Rejected({ reason })))
 
     const submit = (record: PaymentRecord, payment: SignedPayment): Effect.Effect<Submission, SqlError.SqlError> =>
       Effect.gen(function* () {
@@ -66,12 +66,12 @@ const MemorySettlement = Layer.effect(
         return yield* lock.withPermits(1)(
           Effect.gen(function* () {
             const now = yield* store.get(record.requestId)
-            if (Option.isNone(now) || now.value.state !== "claimed") return { _tag: "Lost" } satisfies Submission
+            if (Option.isNone(now) || now.value.state !== "claimed") return Submission.Lost()
             const tx = yield* chain.prepare(payment.authorization)
             const won = yield* store.markSubmitted(record.requestId, { by: "self", txHash: Option.some(tx.hash), rawTransaction: Option.none() })
-            if (Option.isNone(won)) return { _tag: "Lost" } satisfies Submission
+            if (Option.isNone(won)) return Submission.Lost()
             yield* tx.send
-            return { _tag: "Broadcast", txHash: tx.hash } satisfies Submission
+            return Submission.Broadcast({ txHash: tx.hash })
           })
         )
       })
@@ -82,11 +82,11 @@ const MemorySettlement = Layer.effect(
           const hash = record.txHash.value
           const known = yield* chain.rebroadcast(hash)
           const mined = yield* chain.receipt(hash)
-          if (known && (Option.isNone(mined) || mined.value.status === "success")) return { _tag: "Broadcast", txHash: hash } satisfies Submission
+          if (known && (Option.isNone(mined) || mined.value.status === "success")) return Submission.Broadcast({ txHash: hash })
         }
         // Reverted or unknown to the node: a fresh transaction from the signed payment.
         const signed = Option.orElse(payment, () => Option.flatMap(record.paymentPayload, (p) => Either.getRight(decodePayment(p))))
-        if (Option.isNone(signed)) return { _tag: "NotSent", reason: "the signed transfer is no longer available" } satisfies Submission
+        if (Option.isNone(signed)) return Submission.NotSent({ reason: "the signed transfer is no longer available" })
         const refused = yield* rejected(signed.value.authorization, signed.value.signature)
         if (Option.isSome(refused)) return refused.value
         return yield* lock.withPermits(1)(
@@ -94,7 +94,7 @@ const MemorySettlement = Layer.effect(
             const tx = yield* chain.prepare(signed.value.authorization)
             yield* store.recordTransaction(record.requestId, { txHash: tx.hash, rawTransaction: Option.none() })
             yield* tx.send
-            return { _tag: "Broadcast", txHash: tx.hash } satisfies Submission
+            return Submission.Broadcast({ txHash: tx.hash })
           })
         )
       })

@@ -1,6 +1,6 @@
 /** Settling and reconciling x402 payments: exactly one transfer per claimed authorization, whatever fails in between. */
 import type { PaymentRequirements } from "@x402/core/types"
-import { Context, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
+import { Context, Data, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
 import { getAddress, type Hex } from "viem"
 import { AppConfig } from "../config.ts"
 import { carriesTransfer, EvmChain, type ExpectedTransfer } from "./EvmChain.ts"
@@ -8,12 +8,27 @@ import { PaymentStore, type PaymentRecord } from "./PaymentStore.ts"
 import { authorizationDigest, decodePayment, receipt, requirements as termsRequirements, settledResponse } from "./protocol.ts"
 import { Settlement, type SignedPayment, type Submission } from "./Settlement.ts"
 
-export type Outcome =
-  | { readonly _tag: "Settled"; readonly paymentResponse: string; readonly txHash: Hex }
-  | { readonly _tag: "Pending"; readonly txHash: Option.Option<Hex> }
-  | { readonly _tag: "Failed"; readonly reason: string }
+/** Where a payment stands after settling or reconciling it. */
+export type Outcome = Data.TaggedEnum<{
+  Settled: { readonly paymentResponse: string; readonly txHash: Hex }
+  Pending: { readonly txHash: Option.Option<Hex> }
+  Failed: { readonly reason: string }
+}>
+export const Outcome = Data.taggedEnum<Outcome>()
 
-const pending = (txHash: Option.Option<Hex>): Outcome => ({ _tag: "Pending", txHash })
+const pending = (txHash: Option.Option<Hex>): Outcome => Outcome.Pending({ txHash })
+
+/** A record marked settled with its receipt is settled; any other is failed, for its recorded reason or `reason`. */
+const settledOrFailed = (r: PaymentRecord, reason: string): Outcome =>
+  r.state === "settled" && Option.isSome(r.paymentResponse) && Option.isSome(r.txHash)
+    ? Outcome.Settled({ paymentResponse: r.paymentResponse.value, txHash: r.txHash.value })
+    : Outcome.Failed({ reason: Option.getOrElse(r.failureReason, () => reason) })
+
+/** The outcome of a payment that reached its end, if it did. */
+const final = (r: PaymentRecord): Option.Option<Outcome> =>
+  (r.state === "settled" && Option.isSome(r.paymentResponse) && Option.isSome(r.txHash)) || r.state === "failed"
+    ? Option.some(settledOrFailed(r, "the payment failed"))
+    : Option.none()
 
 export class Payments extends Context.Tag("morsel/x402/Payments")<
   Payments,
@@ -65,23 +80,13 @@ export const PaymentsLive = Layer.effect(
     const settledBy = (r: PaymentRecord, txHash: Hex) =>
       store.markSettled(r.requestId, txHash, receipt(settledResponse(txHash, r.payer))).pipe(
         Effect.tap(() => Effect.logInfo("x402 payment settled").pipe(Effect.annotateLogs({ tx_hash: txHash }))),
-        Effect.map(
-          (settled): Outcome =>
-            settled.state === "settled" && Option.isSome(settled.paymentResponse) && Option.isSome(settled.txHash)
-              ? { _tag: "Settled", paymentResponse: settled.paymentResponse.value, txHash: settled.txHash.value }
-              : { _tag: "Failed", reason: Option.getOrElse(settled.failureReason, () => "the payment failed") }
-        )
+        Effect.map((settled) => settledOrFailed(settled, "the payment failed"))
       )
 
     const failed = (r: PaymentRecord, reason: string) =>
       store.markFailed(r.requestId, reason).pipe(
         Effect.tap(() => Effect.logWarning("x402 payment failed", reason)),
-        Effect.map(
-          (done): Outcome =>
-            done.state === "settled" && Option.isSome(done.paymentResponse) && Option.isSome(done.txHash)
-              ? { _tag: "Settled", paymentResponse: done.paymentResponse.value, txHash: done.txHash.value }
-              : { _tag: "Failed", reason: Option.getOrElse(done.failureReason, () => reason) }
-        )
+        Effect.map((done) => settledOrFailed(done, reason))
       )
 
     /** Some(outcome) when the transaction is mined: settled if it carried the transfer, None while unmined or reverted. */
@@ -106,13 +111,6 @@ export const PaymentsLive = Layer.effect(
 
     const current = (requestId: string) =>
       store.get(requestId).pipe(Effect.flatMap(Option.match({ onNone: () => Effect.dieMessage(`no x402 payment for request ${requestId}`), onSome: Effect.succeed })))
-
-    const final = (r: PaymentRecord): Option.Option<Outcome> =>
-      r.state === "settled" && Option.isSome(r.paymentResponse) && Option.isSome(r.txHash)
-        ? Option.some({ _tag: "Settled", paymentResponse: r.paymentResponse.value, txHash: r.txHash.value })
-        : r.state === "failed"
-          ? Option.some({ _tag: "Failed", reason: Option.getOrElse(r.failureReason, () => "the payment failed") })
-          : Option.none()
 
     /** Waits (bounded) for a sent transaction; a reverted one is looked into on chain. */
     const follow = (requestId: string, txHash: Hex, payment: Option.Option<SignedPayment>) =>

@@ -1,5 +1,6 @@
 /** The background reconciler: settles (or fails) x402 payments left pending that no caller came back for. */
 import { Cause, Clock, Context, Duration, Effect, Layer, Option, PubSub } from "effect"
+import { forkPasses } from "../background.ts"
 import { Payments } from "./Payments.ts"
 import { PaymentStore } from "./PaymentStore.ts"
 
@@ -103,7 +104,7 @@ export const ReconcilerLive = (options: ReconcilerOptions = {}) =>
         )
       )
 
-      yield* Effect.forkScoped(Effect.forever(Effect.delay(runOnce, interval)))
+      yield* forkPasses(Effect.as(runOnce, interval), interval)
       return { runOnce, passes }
     })
   )

@@ -2,7 +2,7 @@
 import { SqlClient, type SqlError } from "@effect/sql"
 import { HTTPFacilitatorClient } from "@x402/core/server"
 import { type PaymentPayload, type PaymentRequirements, SettleError, type SettleResponse } from "@x402/core/types"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import {
   type Address,
   BaseError,
@@ -25,19 +25,22 @@ import type { Authorization } from "./protocol.ts"
 import { type LeaseLost, makeSettlerNonces, type SettlerLease } from "./SettlerNonces.ts"
 
 /** What one submission attempt achieved. */
-export type Submission =
+export type Submission = Data.TaggedEnum<{
   /** Another attempt owns the submission of this payment. */
-  | { readonly _tag: "Lost" }
+  // biome-ignore lint/complexity/noBannedTypes: Data.TaggedEnum spells a variant without fields as {}
+  Lost: {}
   /** Nothing was sent: the chain or facilitator could not be reached; the payment may be submitted later. */
-  | { readonly _tag: "NotSent"; readonly reason: string }
+  NotSent: { readonly reason: string }
   /** The transfer would fail (or a facilitator refused it before sending anything); nothing was sent by this attempt. */
-  | { readonly _tag: "Rejected"; readonly reason: string }
+  Rejected: { readonly reason: string }
   /** Sent; its receipt decides. */
-  | { readonly _tag: "Broadcast"; readonly txHash: Hex }
+  Broadcast: { readonly txHash: Hex }
   /** A facilitator saw the transfer mined. */
-  | { readonly _tag: "Confirmed"; readonly txHash: Hex }
+  Confirmed: { readonly txHash: Hex }
   /** Maybe sent: whether and where it landed is unknown (a facilitator timed out, or failed after it may have broadcast). */
-  | { readonly _tag: "Unknown"; readonly txHash: Option.Option<Hex> }
+  Unknown: { readonly txHash: Option.Option<Hex> }
+}>
+export const Submission = Data.taggedEnum<Submission>()
 
 export interface SignedPayment {
   readonly payload: PaymentPayload
@@ -113,8 +116,8 @@ export const SelfSettlement = Layer.effect(
         Effect.asVoid,
         Effect.mapError((e) =>
           e instanceof BaseError && /revert/i.test(`${e.shortMessage} ${e.details ?? ""}`)
-            ? ({ _tag: "Rejected", reason: revertReason(e) } as const)
-            : ({ _tag: "NotSent", reason: new ChainUnavailable({ operation: "transfer simulation", cause: e }).message } as const)
+            ? Submission.Rejected({ reason: revertReason(e) })
+            : Submission.NotSent({ reason: new ChainUnavailable({ operation: "transfer simulation", cause: e }).message })
         )
       )
 
@@ -148,18 +151,18 @@ export const SelfSettlement = Layer.effect(
             return true
           })
         )
-        if (!saved) return { _tag: "Lost" } satisfies Submission
+        if (!saved) return Submission.Lost()
         yield* broadcast(raw)
-        return { _tag: "Broadcast", txHash } satisfies Submission
+        return Submission.Broadcast({ txHash })
       })
 
     /** Work under the settler's lease; trouble with the chain or the lease leaves the payment for a later attempt. */
     const underLease = (work: (lease: SettlerLease) => Effect.Effect<Submission, ChainUnavailable | LeaseLost | SqlError.SqlError>) =>
       nonces.exclusive(work).pipe(
         Effect.catchTags({
-          ChainUnavailable: (e) => Effect.succeed({ _tag: "NotSent", reason: e.message } satisfies Submission),
-          LeaseLost: (e) => Effect.succeed({ _tag: "NotSent", reason: e.message } satisfies Submission),
-          SettlerBusy: (e) => Effect.succeed({ _tag: "NotSent", reason: e.message } satisfies Submission)
+          ChainUnavailable: (e) => Effect.succeed(Submission.NotSent({ reason: e.message })),
+          LeaseLost: (e) => Effect.succeed(Submission.NotSent({ reason: e.message })),
+          SettlerBusy: (e) => Effect.succeed(Submission.NotSent({ reason: e.message }))
         })
       )
 
@@ -174,7 +177,7 @@ export const SelfSettlement = Layer.effect(
         Effect.gen(function* () {
           // Another attempt of this request may have sent it while this one waited for the wallet.
           const now = yield* store.get(record.requestId)
-          if (Option.isNone(now) || now.value.state !== state) return { _tag: "Lost" } satisfies Submission
+          if (Option.isNone(now) || now.value.state !== state) return Submission.Lost()
           const nonce = yield* lease.next
           return yield* sendAt(lease, nonce, { to: getAddress(record.asset), data }, Option.some(record.requestId), save)
         })
@@ -213,7 +216,7 @@ export const SelfSettlement = Layer.effect(
           yield* underLease((lease) =>
             Effect.flatMap(lease.gap, (gap) =>
               Option.match(gap, {
-                onNone: () => Effect.succeed({ _tag: "Lost" } satisfies Submission),
+                onNone: () => Effect.succeed(Submission.Lost()),
                 onSome: (n) =>
                   Effect.logWarning("x402 settler nonce gap; filling it with a zero-value transfer", { nonce: n }).pipe(
                     Effect.zipRight(sendAt(lease, n, { to: account.address, value: 0n, gas: 21_000n }, Option.none(), () => Effect.succeed(true)))
@@ -245,7 +248,7 @@ export const SelfSettlement = Layer.effect(
           onSome: (raw) => Option.fromNullable(parseTransaction(raw).data),
           onNone: () => Option.map(payment, (p) => transferCalldata(p.authorization, p.signature))
         })
-        if (Option.isNone(data)) return { _tag: "NotSent", reason: "the signed transfer is no longer available" } satisfies Submission
+        if (Option.isNone(data)) return Submission.NotSent({ reason: "the signed transfer is no longer available" })
         if (Option.isSome(record.txHash) && Option.isSome(record.rawTransaction)) {
           const hash = record.txHash.value
           const raw = record.rawTransaction.value
@@ -255,12 +258,12 @@ export const SelfSettlement = Layer.effect(
           // Still in the node's mempool: it needs time (or a higher fee, or a filled gap below it), not a second transfer.
           if (waiting) {
             const carrier = yield* unstick(record, hash, raw).pipe(Effect.orElseSucceed(() => hash))
-            return { _tag: "Broadcast", txHash: carrier } satisfies Submission
+            return Submission.Broadcast({ txHash: carrier })
           }
           const reverted = mined._tag === "Right" && Option.isSome(mined.right)
           if (!reverted) {
             const again = yield* Effect.either(rpc("rebroadcast", () => wallet.sendRawTransaction({ serializedTransaction: raw })))
-            if (again._tag === "Right") return { _tag: "Broadcast", txHash: hash } satisfies Submission
+            if (again._tag === "Right") return Submission.Broadcast({ txHash: hash })
           }
         }
         // The old transaction cannot be sent again (its nonce was taken, its fee went stale): sign a fresh one.
@@ -319,26 +322,26 @@ export const FacilitatorSettlement = Layer.effect(
         else {
           const e = answer.left
           yield* Effect.logWarning("x402 facilitator /settle gave no answer", e instanceof Error ? e.message : String(e))
-          return { _tag: "Unknown", txHash: Option.none() } satisfies Submission
+          return Submission.Unknown({ txHash: Option.none() })
         }
         const hash = txHash(r.transaction)
         if (r instanceof SettleError || !r.success) {
           const reason = r.errorReason ?? "settlement refused by the facilitator"
           if (r.errorReason === "settlement_pending") {
-            if (Option.isNone(hash)) return { _tag: "Unknown", txHash: Option.none() } satisfies Submission
+            if (Option.isNone(hash)) return Submission.Unknown({ txHash: Option.none() })
             yield* record(requestId, hash.value)
-            return { _tag: "Broadcast", txHash: hash.value } satisfies Submission
+            return Submission.Broadcast({ txHash: hash.value })
           }
           // Only a refusal before anything was sent is final; a facilitator whose own send failed or timed out
           // answers with an error and no hash although its transfer may still be mined.
-          if (Option.isNone(hash) && refusedBeforeBroadcast(reason)) return { _tag: "Rejected", reason } satisfies Submission
+          if (Option.isNone(hash) && refusedBeforeBroadcast(reason)) return Submission.Rejected({ reason })
           // A reverted transaction of its own is not ours to follow: the chain's record of the authorization decides.
           yield* Effect.logWarning("x402 facilitator settlement failed; its transfer may still land", reason)
-          return { _tag: "Unknown", txHash: Option.none() } satisfies Submission
+          return Submission.Unknown({ txHash: Option.none() })
         }
-        if (Option.isNone(hash)) return { _tag: "Unknown", txHash: Option.none() } satisfies Submission
+        if (Option.isNone(hash)) return Submission.Unknown({ txHash: Option.none() })
         yield* record(requestId, hash.value)
-        return { _tag: "Confirmed", txHash: hash.value } satisfies Submission
+        return Submission.Confirmed({ txHash: hash.value })
       })
 
     return {
@@ -347,12 +350,12 @@ export const FacilitatorSettlement = Layer.effect(
         Effect.gen(function* () {
           // The signed authorization stays stored from the claim on (SPEC §4.2: persisted for recovery).
           const won = yield* store.markSubmitted(record.requestId, { by: "facilitator", txHash: Option.none(), rawTransaction: Option.none() })
-          if (Option.isNone(won)) return { _tag: "Lost" } satisfies Submission
+          if (Option.isNone(won)) return Submission.Lost()
           return yield* settleOnce(record.requestId, payment.payload, requirements)
         }),
       resend: (record, payment, requirements) =>
         Option.match(Option.orElse(Option.map(payment, (p) => p.payload), () => decodeStored(record)), {
-          onNone: () => Effect.succeed({ _tag: "NotSent", reason: "the signed authorization is no longer available" } satisfies Submission),
+          onNone: () => Effect.succeed(Submission.NotSent({ reason: "the signed authorization is no longer available" })),
           onSome: (payload) => settleOnce(record.requestId, payload, requirements)
         })
     }
