@@ -1,4 +1,4 @@
-/** HTTP handlers of the credits group (SPEC §4.3–4.7) and the Bearer key middleware. */
+/** HTTP handlers of the credits group (balance, checkout, orders, confirm, feedback) and the Bearer key middleware. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
@@ -112,7 +112,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
           const receipt = yield* feedback
             .submit(account.fingerprint, { requestId: payload.request_id, category: payload.category, note: payload.note })
             .pipe(
-              // SPEC §8: Retry-After is 60 s for every limit but failure_limit and spend_limited.
+              // Retry-After is 60 s for every limit but failure_limit and spend_limited.
               Effect.catchTag("FeedbackLimited", (limited) =>
                 Effect.fail(
                   feedbackLimited(

@@ -1,4 +1,4 @@
-/** Error classes of SPEC §7: one class per documented status, each body carrying `error.code`. */
+/** Error classes: one class per documented status, each body carrying `error.code`. */
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { X402PaymentRequired, X402SettleResponse } from "./schemas.ts"

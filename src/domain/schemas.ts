@@ -1,8 +1,8 @@
-/** Wire schemas of the public contract (SPEC §2): requests, results, balances, orders and feedback. */
+/** Wire schemas of the public contract: requests, results, balances, orders and feedback. */
 import type { PaymentRequired, SettleResponse } from "@x402/core/types"
 import { JSONSchema, Schema } from "effect"
 
-/** Structs sent by callers reject unknown fields (SPEC: "additional properties rejected"). */
+/** Structs sent by callers reject unknown fields. */
 const closed = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
   Schema.Struct(fields).annotations({ parseOptions: { onExcessProperty: "error" } })
 

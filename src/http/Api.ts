@@ -1,4 +1,4 @@
-/** The HTTP contract of SPEC §4, the single source of request validation and of /openapi.json. */
+/** The HTTP contract of the service, the single source of request validation and of /openapi.json. */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, type Redacted, Schema } from "effect"
 import {

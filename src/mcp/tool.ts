@@ -34,7 +34,7 @@ export type ToolInput = typeof ToolInput.Type
 /** Every failed call: the REST error body without its `_tag`, plus the Retry-After hint of 429 and 503. */
 export const ToolError = Schema.Struct({
   error: Schema.Struct({
-    code: Schema.String.annotations({ description: "The same error.code the REST API answers (SPEC §7)" }),
+    code: Schema.String.annotations({ description: "The same error.code the REST API answers" }),
     message: Schema.String,
     request_id: Schema.optional(Uuid),
     issues: Schema.optional(
@@ -138,7 +138,7 @@ const decodeReceipt = (header: string): unknown => {
   }
 }
 
-/** A success: the SPEC §2.2 object as structuredContent and as JSON text; an x402 receipt in `_meta`. */
+/** A success: the analysis result as structuredContent and as JSON text; an x402 receipt in `_meta`. */
 export const successResult = (served: Served): CallToolResult => {
   const result: AnalysisResult = served.result
   return {

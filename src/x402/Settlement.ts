@@ -348,7 +348,7 @@ export const FacilitatorSettlement = Layer.effect(
       kind: "facilitator" as const,
       submit: (record, payment, requirements) =>
         Effect.gen(function* () {
-          // The signed authorization stays stored from the claim on (SPEC §4.2: persisted for recovery).
+          // The signed authorization stays stored from the claim on, so a retry can recover the payment.
           const won = yield* store.markSubmitted(record.requestId, { by: "facilitator", txHash: Option.none(), rawTransaction: Option.none() })
           if (Option.isNone(won)) return Submission.Lost()
           return yield* settleOnce(record.requestId, payment.payload, requirements)

@@ -36,7 +36,7 @@ const CLAIM_BLOCK_MARGIN = 100n
 /** Clock skew a payer's validBefore may have beyond the challenge's maxTimeoutSeconds. */
 const VALIDITY_MARGIN_SECONDS = 60
 
-/** SPEC §7: a pending payment is retried after 60 seconds. */
+/** A pending payment is retried after 60 seconds. */
 export const PENDING_RETRY_AFTER_SECONDS = 60
 
 /**
@@ -237,7 +237,7 @@ export const X402FundingLive = Layer.effect(
           const held = yield* records(store.get(requestId))
           if (Option.isSome(held) && held.value.digest === digest && held.value.state !== "claimed") return reservationFor(requestId, payment)
         }
-        // SPEC §1: externally owned wallets only. The head is read before verification: no spend the
+        // Externally owned wallets only. The head is read before verification: no spend the
         // verification did not see can be older, so the search for one starts there.
         const { isContract, head } = yield* Effect.all(
           { isContract: chain.hasCode(payment.authorization.from), head: chain.latestBlock },

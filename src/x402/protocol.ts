@@ -19,7 +19,7 @@ import { AnalyzeRequest, analysisResultExample, analyzeRequestExample, jsonSchem
 export const X402_VERSION = 2
 export const NETWORK = "eip155:8453"
 export const CHAIN_ID = 8453
-/** 0.01 USDC in 6-decimal units (SPEC §1). */
+/** The price, 0.01 USDC, in 6-decimal units. */
 export const PRICE = "10000"
 /** The official client signs `validBefore = now + maxTimeoutSeconds`: room for analysis, settlement and a pending retry. */
 export const MAX_TIMEOUT_SECONDS = 600

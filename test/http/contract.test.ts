@@ -55,7 +55,7 @@ describe("HTTP contract", () => {
         expect(docs.text).toContain("openapi")
       }))
 
-    it.effect("OpenAPI 3.1 lists every SPEC path with its request schema and documented statuses", () =>
+    it.effect("OpenAPI 3.1 lists every documented path with its request schema and documented statuses", () =>
       Effect.gen(function* () {
         const answer = yield* call("/openapi.json")
         expect(answer.status).toBe(200)
@@ -93,7 +93,7 @@ describe("HTTP contract", () => {
         expect(schemas).toContain("^[A-Za-z0-9_-]{16,128}$")
       }))
 
-    it.effect("request body fields (SPEC 2.1): each rule rejects and accepts", () =>
+    it.effect("analysis request body fields: each rule rejects and accepts", () =>
       Effect.gen(function* () {
         expectAccepted(yield* analyze(validBody))
         expectAccepted(yield* analyze({ image_base64: jpeg.base64, mime_type: "image/jpeg" }))
@@ -126,7 +126,7 @@ describe("HTTP contract", () => {
         expectRejected(yield* analyze({ ...validBody, image_base64: padded.toString("base64") }), 413, "image_too_large")
       }))
 
-    it.effect("headers (SPEC 4.2): Idempotency-Key, Content-Type, Authorization", () =>
+    it.effect("analysis headers: Idempotency-Key, Content-Type, Authorization", () =>
       Effect.gen(function* () {
         expectRejected(yield* call("/v1/analyze", { body: validBody }), 400, "invalid_request")
         for (const key of ["a".repeat(16), "A-b_9".repeat(25) + "xyz", "x".repeat(128)]) {
@@ -172,7 +172,7 @@ describe("HTTP contract", () => {
         expect(badPreflight.status).toBe(403)
       }))
 
-    it.effect("credit endpoints validate their bodies (SPEC 2.4, 2.5)", () =>
+    it.effect("credit endpoints (checkout, feedback) validate their bodies", () =>
       Effect.gen(function* () {
         const auth = { authorization: `Bearer morsel_live_${"a".repeat(64)}` }
         expectRejected(yield* call("/v1/credits/checkout", { body: { order_id: "not-a-uuid" }, headers: auth }), 400)

@@ -7,7 +7,7 @@ import { AppConfig } from "../../src/config.ts"
 import { type Admission, Limits, LimitsLive } from "../../src/limits/Limits.ts"
 import { TestDatabase } from "../support/database.ts"
 
-/** LimitsLive and the request store on a fresh database with these settings (SPEC §8 defaults unless overridden). */
+/** LimitsLive and the request store on a fresh database with these settings (the documented defaults unless overridden). */
 export const limitsLayer = (env: Readonly<Record<string, string>> = {}) =>
   Layer.mergeAll(LimitsLive, RequestStoreLive).pipe(
     Layer.provideMerge(TestDatabase),
