@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url"
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)))
 const buildInfo = "dist/.tsbuildinfo"
-const bundle = "dist/morsel.mjs"
+const bundle = "dist/bundle/morsel.mjs"
 const inputs = ["src", "migrations", "tsconfig.json", "tsconfig.build.json", "package.json"]
 
 /** The latest modification time under a file or folder, in ms. */

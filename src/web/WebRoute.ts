@@ -4,9 +4,9 @@ import { fileURLToPath } from "node:url"
 import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 
-/** The assets sit beside this module in the source tree; the bundle (dist) and the compiled module (dist/src/web) read them there. */
+/** The assets sit beside this module in the source tree; the bundle (dist/bundle) and the compiled module (dist/src/web) read them there. */
 const staticDir = (): string => {
-  const candidates = ["./static/", "../src/web/static/", "../../../src/web/static/"].map((path) =>
+  const candidates = ["./static/", "../../src/web/static/", "../../../src/web/static/"].map((path) =>
     fileURLToPath(new URL(path, import.meta.url))
   )
   return candidates.find((dir) => existsSync(dir)) ?? candidates[0]!
