@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm start`'s build step: runs `tsc -b` only when a source is newer than the last build, so an unchanged tree starts at once.
+// `npm start`'s build step: compiles and bundles only when a source is newer than the last build, so an unchanged tree starts at once.
 import { spawnSync } from "node:child_process"
 import { readdirSync, statSync, utimesSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -7,7 +7,8 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)))
-const buildInfo = join(root, "dist/.tsbuildinfo")
+const buildInfo = "dist/.tsbuildinfo"
+const bundle = "dist/bundle/morsel.mjs"
 const inputs = ["src", "migrations", "tsconfig.json", "tsconfig.build.json", "package.json"]
 
 /** The latest modification time under a file or folder, in ms. */
@@ -20,12 +21,20 @@ const newest = (path) => {
   return latest
 }
 
-const built = statSync(buildInfo, { throwIfNoEntry: false })?.mtimeMs ?? 0
-if (inputs.some((input) => newest(join(root, input)) > built)) {
-  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
-  const { status } = spawnSync(process.execPath, [tsc, "-b", "tsconfig.build.json"], { cwd: root, stdio: "inherit" })
+/** A build output's modification time in ms, 0 when it is missing. */
+const modified = (file) => statSync(join(root, file), { throwIfNoEntry: false })?.mtimeMs ?? 0
+const latestInput = Math.max(...inputs.map((input) => newest(join(root, input))))
+
+/** Runs a Node.js script in the project folder; a failure ends this one with its status. */
+const run = (script, ...args) => {
+  const { status } = spawnSync(process.execPath, [script, ...args], { cwd: root, stdio: "inherit" })
   if (status !== 0) process.exit(status ?? 1)
+}
+
+if (latestInput > modified(buildInfo)) {
+  run(createRequire(import.meta.url).resolve("typescript/bin/tsc"), "-b", "tsconfig.build.json")
   // tsc leaves its build information untouched when nothing needed emitting: mark the tree as checked now.
   const now = new Date()
-  utimesSync(buildInfo, now, now)
+  utimesSync(join(root, buildInfo), now, now)
 }
+if (latestInput > modified(bundle)) run(join(root, "bin/bundle.js"))

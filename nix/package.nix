@@ -94,7 +94,8 @@ buildNpmPackage (finalAttrs: {
     )
   '';
 
-  # `npm run build` (tsc) already ran in the build phase; `npm pack` would run it again through `prepare`.
+  # `npm run build` (tsc and the bundle in dist/bundle, which bin/morsel.js runs) already ran in the build phase;
+  # `npm pack` would run it again through `prepare`. The bundle's externals (sharp, PGlite) stay in node_modules.
   npmPackFlags = [ "--ignore-scripts" ];
 
   doInstallCheck = true;

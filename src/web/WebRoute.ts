@@ -4,10 +4,12 @@ import { fileURLToPath } from "node:url"
 import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 
-/** The assets sit beside this module in the source tree; the built module (dist/src/web) reads them from there. */
+/** The assets sit beside this module in the source tree; the bundle (dist/bundle) and the compiled module (dist/src/web) read them there. */
 const staticDir = (): string => {
-  const beside = fileURLToPath(new URL("./static/", import.meta.url))
-  return existsSync(beside) ? beside : fileURLToPath(new URL("../../../src/web/static/", import.meta.url))
+  const candidates = ["./static/", "../../src/web/static/", "../../../src/web/static/"].map((path) =>
+    fileURLToPath(new URL(path, import.meta.url))
+  )
+  return candidates.find((dir) => existsSync(dir)) ?? candidates[0]!
 }
 
 /** Nothing but the service's own origin: no CDN, no framing, no inline script. */
