@@ -1,0 +1,66 @@
+/** How the client commands print the server's answers: words and tables for people, the JSON body with --json. */
+import { Console, Option, Schema } from "effect"
+import { AnalysisResult, Balance, CheckoutResponse, CheckoutStatus } from "../domain/schemas.ts"
+import { type Column, table } from "../terminal.ts"
+
+export const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
+
+/** Words for people, or with --json the server's body; a body that is not the expected shape is printed as JSON. */
+const printAs =
+  <A, I>(schema: Schema.Schema<A, I>, words: (value: A) => string) =>
+  (body: unknown, json: boolean) =>
+    json
+      ? printJson(body)
+      : Option.match(Schema.decodeUnknownOption(schema)(body), { onNone: () => printJson(body), onSome: (value) => Console.log(words(value)) })
+
+const n1 = (x: number) => x.toFixed(1)
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
+
+const RESULT_COLUMNS: ReadonlyArray<Column> = [
+  { title: "component" },
+  { title: "grams", align: "right" },
+  { title: "kcal", align: "right" },
+  { title: "protein g", align: "right" },
+  { title: "carbs g", align: "right" },
+  { title: "fat g", align: "right" },
+  { title: "source" }
+]
+
+/** An analysis as a table of components with the meal's totals. */
+export const describeResult = (result: AnalysisResult): string => {
+  const rows = result.items.map((item) => [
+    clip(item.name, 32),
+    item.estimated_grams.toFixed(1),
+    n1(item.nutrition.kcal),
+    n1(item.nutrition.protein_g),
+    n1(item.nutrition.carbs_g),
+    n1(item.nutrition.fat_g),
+    item.nutrition_source === "usda" ? `USDA ${clip(item.matched_name ?? item.fdc_id ?? "", 36)}` : "AI estimate"
+  ])
+  const t = result.totals
+  const totals = ["total", result.estimated_total_grams.toFixed(1), n1(t.kcal), n1(t.protein_g), n1(t.carbs_g), n1(t.fat_g), ""]
+  return [
+    result.dish_name,
+    "",
+    table(RESULT_COLUMNS, rows, totals),
+    "",
+    `An estimate (model ${result.model}, matcher ${result.matcher_version}), not medical or allergen advice.`,
+    `request ${result.request_id}`
+  ].join("\n")
+}
+
+export const printResult = printAs(AnalysisResult, describeResult)
+export const printBalance = printAs(
+  Balance,
+  (b) => `${b.credits_remaining} credits${b.blocked ? ", key paused pending support review" : ""}${b.test_mode ? " (test mode)" : ""}`
+)
+export const printCheckout = printAs(CheckoutResponse, (c) =>
+  c.checkout_url !== undefined
+    ? `Pay at ${c.checkout_url}\norder ${c.order_id}: ${c.credits ?? 500} credits for USD ${c.amount_usd ?? "5.00"}`
+    : `order ${c.order_id} is already ${c.state ?? "complete"}: no new checkout`
+)
+export const printStatus = printAs(
+  CheckoutStatus,
+  (s) =>
+    `order ${s.order_id}: ${s.state}${s.checkout_url ? ` — pay at ${s.checkout_url}` : ""}\n${s.credits_remaining} credits${s.blocked ? ", key paused" : ""}${s.test_mode ? " (test mode)" : ""}`
+)
