@@ -39,6 +39,17 @@ const buyer = Effect.gen(function* () {
   return { key, fingerprint, orderId, sessionId: body["session_id"] }
 })
 
+/** A key whose pack of 500 credits was paid and delivered by the webhook, with its credit funding method. */
+const paidMethod = Effect.gen(function* () {
+  const fake = yield* Fake
+  const funding = yield* CreditFunding
+  const b = yield* buyer
+  fake.pay(b.sessionId)
+  yield* webhook(fake.events.completed(b.sessionId))
+  const method = yield* funding.identify(bearerCredential(`Bearer ${b.key}`))
+  return { ...b, method }
+})
+
 const balanceOf = (key: string) => Effect.map(api("/v1/credits/balance", key), (a) => a.body)
 
 const serverWithFake = (env: Readonly<Record<string, string>> = {}) => CreditsServerLive.pipe(Layer.provideMerge(creditsWithFake(env)))
@@ -150,11 +161,7 @@ describe("credits over HTTP", () => {
     it.effect("refund after credits were spent: balance below zero, key paused, no new reservation", () =>
       Effect.gen(function* () {
         const fake = yield* Fake
-        const funding = yield* CreditFunding
-        const b = yield* buyer
-        fake.pay(b.sessionId)
-        yield* webhook(fake.events.completed(b.sessionId))
-        const method = yield* funding.identify(bearerCredential(`Bearer ${b.key}`))
+        const { method, ...b } = yield* paidMethod
         expect(method.payer).toEqual({ kind: "credit", id: payerIdOf(b.fingerprint) })
         for (let i = 0; i < 3; i++) {
           const reservation = yield* method.reserve(crypto.randomUUID())
@@ -214,12 +221,7 @@ describe("credits over HTTP", () => {
 
     it.effect("a credit is consumed only with its saved result: a save that fails gives the credit back", () =>
       Effect.gen(function* () {
-        const fake = yield* Fake
-        const funding = yield* CreditFunding
-        const b = yield* buyer
-        fake.pay(b.sessionId)
-        yield* webhook(fake.events.completed(b.sessionId))
-        const method = yield* funding.identify(bearerCredential(`Bearer ${b.key}`))
+        const { method, ...b } = yield* paidMethod
         const failing = yield* recordingSave
         // The result is written, then its write fails: the consumption in the same transaction is undone with it.
         const unsavable: Save = { ...failing.save, complete: (receipt) => Effect.zipRight(failing.save.complete(receipt), Effect.fail(storageUnavailable())) }
