@@ -1,6 +1,6 @@
 /** The one composition of the service: routes, middleware, features and infrastructure. */
 import { type Etag, HttpApiScalar, HttpLayerRouter, type HttpPlatform, HttpServer, HttpServerResponse } from "@effect/platform"
-import { type NodeContext, NodeHttpServer } from "@effect/platform-node"
+import type { NodeContext } from "@effect/platform-node"
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
@@ -22,7 +22,8 @@ import type { FoodDb } from "./foods/FoodDb.ts"
 import { FoodDbLive } from "./foods/FoodDbLive.ts"
 import { MorselApi } from "./http/Api.ts"
 import { HealthHttpLive } from "./http/health.ts"
-import { createServerAnsweringUntilReady } from "./http/nodeServer.ts"
+import { FastLaneLive, ReplayCacheLive } from "./http/fastLane.ts"
+import { nodeServer } from "./http/nodeServer.ts"
 import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
@@ -113,7 +114,7 @@ export interface Parts {
   readonly funding?: Part<Funding>
   /** PostgreSQL: Database.layer (DATABASE_URL, an embedded folder or `memory://`), or a test database. */
   readonly database: Part<SqlClient.SqlClient | PgClient.PgClient>
-  /** Where to listen: NodeHttpServer.layer(…). */
+  /** Where to listen: nodeServer(…) (with the fast lane), or any NodeHttpServer.layer(…). */
   readonly http: Part<HttpServer.HttpServer | HttpPlatform.HttpPlatform | Etag.Generator | NodeContext.NodeContext>
   /** Routes and global middleware beyond the service's own (the sandbox's). */
   readonly routes?: Layer.Layer<never, unknown, unknown>
@@ -133,7 +134,8 @@ export const serveDependencies = <E, R, EF = never, RF = never, ER = never, RR =
   routes: Layer.Layer<never, ER, RR>,
   routeServices: Layer.Layer<AS, ES, RS>
 ) =>
-  Layer.merge(HttpLayerRouter.serve(routesWith(routes), { disableListenLog: true }), StaleAttemptSweeperLive).pipe(
+  Layer.mergeAll(HttpLayerRouter.serve(routesWith(routes), { disableListenLog: true }), FastLaneLive, StaleAttemptSweeperLive).pipe(
+    Layer.provide(ReplayCacheLive),
     Layer.provide(AnalyzeRequestsLive),
     Layer.provide(AnalyzerLive),
     Layer.provide(dependencies),
@@ -172,7 +174,7 @@ export const ServerLive = Layer.unwrapEffect(
       foods: FoodDbLive,
       limits: LimitsLive,
       database: Database.layer,
-      http: NodeHttpServer.layer(createServerAnsweringUntilReady, { host: settings.host, port: settings.port })
+      http: nodeServer({ host: settings.host, port: settings.port })
     }).pipe(
       Layer.tap((context) => announce(settings, HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)).pipe(Effect.provide(context)))
     )

@@ -1,7 +1,6 @@
 /** The servers the service benchmark measures, each run in its own process: morsel itself and its baselines. */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import { NodeHttpServer } from "@effect/platform-node"
 import { type FacilitatorClient, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server"
 import type { SupportedResponse } from "@x402/core/types"
 import { ExactEvmScheme } from "@x402/evm/exact/server"
@@ -16,6 +15,7 @@ import * as Database from "../../src/db/Database.ts"
 import { FoodDbMemory } from "../../src/foods/FoodDbLive.ts"
 import type { FoodRecord } from "../../src/foods/records.ts"
 import { readDatasets } from "../../src/foods/sources.ts"
+import { nodeServer } from "../../src/http/nodeServer.ts"
 import { LimitsLive } from "../../src/limits/Limits.ts"
 import { LoggingLive } from "../../src/logging.ts"
 import { serveWith } from "../../src/server.ts"
@@ -192,7 +192,7 @@ export const morsel = async () => {
     limits: LimitsLive,
     funding: BenchFunding,
     database: Database.layer,
-    http: NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: Number(process.env["PORT"]) })
+    http: nodeServer({ host: "127.0.0.1", port: Number(process.env["PORT"]) })
   }).pipe(Layer.provide(LoggingLive), Layer.provide(AppConfig.layer))
   Effect.runFork(Layer.launch(app))
   await announceWhenHealthy(Number(process.env["PORT"]))

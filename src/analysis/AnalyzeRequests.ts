@@ -1,7 +1,7 @@
 /** One analysis request from any transport (REST, MCP): validation, funding, idempotency, limits, the analysis and payment, in that order. */
 import { createHash } from "node:crypto"
 import { SqlError } from "@effect/sql"
-import { Context, Duration, Effect, Either, Fiber, Layer, Metric, Option, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Either, Fiber, Layer, Metric, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
 import {
@@ -24,7 +24,7 @@ import { Limits } from "../limits/Limits.ts"
 import { analyses, analysisDuration, count, outcomeOf } from "../observability/metrics.ts"
 import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
 import { type Credential, Funding, type FundingMethod, type Save, type Settled } from "./Funding.ts"
-import { AttemptLost, RequestStore } from "./RequestStore.ts"
+import { AttemptLost, RequestStore, RESULT_RETENTION_MS } from "./RequestStore.ts"
 
 /** What makes two requests "the same input"; the image itself is never stored. */
 export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest) =>
@@ -62,6 +62,8 @@ export interface AnalyzeCall {
 export interface Served {
   readonly result: AnalysisResult
   readonly paymentResponse: Option.Option<string>
+  /** Until when the identical request is answered with this result (the recovery window, counted from no later than completion). */
+  readonly replayableUntil: Date
 }
 
 export type AnalyzeError = Effect.Effect.Error<ReturnType<Context.Tag.Service<typeof AnalyzeRequests>["analyze"]>>
@@ -106,7 +108,12 @@ export const AnalyzeRequestsLive = Layer.effect(
         (e) => Effect.logError("analysis request storage failed", e).pipe(Effect.zipRight(Effect.fail(storageUnavailable(requestId))))
       )
 
-    const served = (result: AnalysisResult, settled: Settled): Served => ({ result, paymentResponse: settled.paymentResponse })
+    /** A result settled now: the window is counted from before the settlement, so it never outlasts the stored one. */
+    const served = (result: AnalysisResult, settled: Settled, settling: number): Served => ({
+      result,
+      paymentResponse: settled.paymentResponse,
+      replayableUntil: new Date(settling + RESULT_RETENTION_MS)
+    })
 
     /** How a funding method saves the result of `requestId`; storage trouble is a 503, a failure a closed attempt. */
     const saveOf = (requestId: string, result: AnalysisResult): Save => ({
@@ -157,13 +164,16 @@ export const AnalyzeRequestsLive = Layer.effect(
               Effect.zipRight(giveBack(rejected.error.error.code, rejected.countsAsFailure), Effect.fail(rejected.error))
             )
           )
+          const settling = yield* Clock.currentTimeMillis
           const settled = yield* reservation.settle(saveOf(requestId, result))
-          return served(result, settled)
+          return served(result, settled, settling)
         }).pipe(Effect.tapDefect(() => giveBack("internal_error", false)))
       })
 
     const resume = (method: FundingMethod, requestId: string, result: AnalysisResult) =>
-      Effect.map(method.resume(requestId, saveOf(requestId, result)), (settled) => served(result, settled))
+      Effect.flatMap(Clock.currentTimeMillis, (settling) =>
+        Effect.map(method.resume(requestId, saveOf(requestId, result)), (settled) => served(result, settled, settling))
+      )
 
     const analyze = ({ credential: decoded, idempotencyKey, payload }: AnalyzeCall) =>
       Effect.gen(function* () {
@@ -194,7 +204,11 @@ export const AnalyzeRequestsLive = Layer.effect(
         yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })
         switch (claim._tag) {
           case "Replay":
-            return { result: claim.result, paymentResponse: claim.paymentResponse }
+            return {
+              result: claim.result,
+              paymentResponse: claim.paymentResponse,
+              replayableUntil: new Date(claim.completedAt.getTime() + RESULT_RETENTION_MS)
+            }
           case "InProgress":
             return yield* new Conflict({
               error: { code: "in_progress", message: "this request is still running; retry it unchanged", request_id: claim.requestId }

@@ -11,7 +11,12 @@ export const RESULT_RETENTION_MS = 24 * 60 * 60 * 1000
 /** What a claim on (payer, key) found: a fresh attempt, or why there is none. */
 export type Claim = Data.TaggedEnum<{
   Started: { readonly requestId: string }
-  Replay: { readonly requestId: string; readonly result: AnalysisResult; readonly paymentResponse: Option.Option<string> }
+  Replay: {
+    readonly requestId: string
+    readonly result: AnalysisResult
+    readonly paymentResponse: Option.Option<string>
+    readonly completedAt: Date
+  }
   Pending: { readonly requestId: string; readonly result: AnalysisResult }
   InProgress: { readonly requestId: string }
   Conflict: { readonly requestId: string }
@@ -109,11 +114,12 @@ export const RequestStoreLive = Layer.effect(
             return Claim.Pending({ requestId, result: yield* Effect.orDie(decodeResult(row.result)) })
           case "paid": {
             const fresh = row.completed_at !== null && at.getTime() - row.completed_at.getTime() < RESULT_RETENTION_MS
-            if (!fresh || row.result === null) return Claim.Expired({ requestId })
+            if (!fresh || row.completed_at === null || row.result === null) return Claim.Expired({ requestId })
             return Claim.Replay({
               requestId,
               result: yield* Effect.orDie(decodeResult(row.result)),
-              paymentResponse: Option.fromNullable(row.payment_response)
+              paymentResponse: Option.fromNullable(row.payment_response),
+              completedAt: row.completed_at
             })
           }
         }

@@ -1,16 +1,33 @@
 /** POST /v1/analyze over REST: the headers decoded into a credential, the receipt and Retry-After sent back as headers. */
-import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Clock, Effect, Option, Schema } from "effect"
+import { AnalysisResult } from "../domain/schemas.ts"
 import { MorselApi } from "../http/Api.ts"
+import { ReplayCache, replayKey } from "../http/fastLane.ts"
 import { setResponseHeader } from "../http/headers.ts"
 import { withRetryAfter } from "../limits/http.ts"
 import { decodePayment } from "../x402/protocol.ts"
-import { AnalyzeRequests } from "./AnalyzeRequests.ts"
+import { AnalyzeRequests, type Served } from "./AnalyzeRequests.ts"
 import { credentialOf } from "./Funding.ts"
 
+const encodeResult = Schema.encode(AnalysisResult)
+
 export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (handlers) =>
-  Effect.map(AnalyzeRequests, (requests) =>
-    handlers.handle(
+  Effect.gen(function* () {
+    const requests = yield* AnalyzeRequests
+    const replays = yield* ReplayCache
+
+    /** The identical request is answered from this instance's memory while the result may be replayed. */
+    const remember = ({ paymentResponse, replayableUntil, result }: Served) =>
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const body = yield* Effect.orElseSucceed(request.text, () => undefined)
+        const encoded = yield* Effect.option(encodeResult(result))
+        if (body === undefined || Option.isNone(encoded) || (yield* Clock.currentTimeMillis) >= replayableUntil.getTime()) return
+        replays.record(replayKey(request.headers, body), { body: JSON.stringify(encoded.value), paymentResponse, untilMs: replayableUntil.getTime() })
+      })
+
+    return handlers.handle(
       "analyze",
       ({ headers, payload }) =>
         requests
@@ -20,6 +37,7 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
             payload
           })
           .pipe(
+            Effect.tap(remember),
             Effect.tap(({ paymentResponse }) =>
               Option.match(paymentResponse, { onNone: () => Effect.void, onSome: (value) => setResponseHeader("payment-response", value) })
             ),
@@ -29,5 +47,5 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
       // A caller who hangs up does not cancel a paid analysis: it completes and can be replayed.
       { uninterruptible: true }
     )
-  )
+  })
 )

@@ -1,6 +1,6 @@
 /** Admission control for new analyses: rolling windows and concurrency leases kept in PostgreSQL for every instance. */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Ref } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import type { Payer } from "../domain/payer.ts"
 import { AppConfig, type Limits as LimitSettings } from "../config.ts"
 import { ServiceUnavailable, TooManyRequests } from "../domain/errors.ts"
@@ -25,12 +25,15 @@ export class Limits extends Context.Tag("morsel/Limits")<
      * (service-wide windows and concurrency, the x402 share)? Lets the 402 challenge wait until it can be used.
      */
     readonly peek: Effect.Effect<void, TooManyRequests | ServiceUnavailable>
+    /** Whether `peek` would succeed at `nowMs` from its last look alone (false when that look is stale or refused). */
+    readonly openAt: (nowMs: number) => boolean
   }
 >() {
   /** No limits at all: for tests of other features. */
   static readonly unlimited = Layer.succeed(Limits, {
     admit: () => Effect.succeed({ release: Effect.void }),
-    peek: Effect.void
+    peek: Effect.void,
+    openAt: () => true
   })
 }
 
@@ -155,17 +158,20 @@ export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlCli
     // An unfunded request would be paid with x402 (a key holder sends the key): the service-wide and x402 limits apply.
     // The answer is only advice (the paid retry is admitted atomically, and a refusal then charges nothing), so each
     // instance reuses it for PEEK_REUSE_MS: a flood of unpaid requests costs one database read per instance per second.
-    const seen = yield* Ref.make<{ readonly atMs: number; readonly refused: TooManyRequests | undefined } | undefined>(undefined)
-    const forgetPeek = Ref.set(seen, undefined)
+    let seen: { readonly atMs: number; readonly refused: TooManyRequests | undefined } | undefined
+    const forgetPeek = Effect.sync(() => {
+      seen = undefined
+    })
+    const freshAt = (nowMs: number) => seen !== undefined && nowMs >= seen.atMs && nowMs - seen.atMs < PEEK_REUSE_MS
     const peek = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
-      const last = yield* Ref.get(seen)
-      const fresh = last !== undefined && nowMs >= last.atMs && nowMs - last.atMs < PEEK_REUSE_MS
-      const refused = fresh ? last.refused : yield* decide(null, undefined, false)
-      if (!fresh) yield* Ref.set(seen, { atMs: nowMs, refused })
+      const fresh = freshAt(nowMs)
+      const refused = fresh ? seen?.refused : yield* decide(null, undefined, false)
+      if (!fresh) seen = { atMs: nowMs, refused }
       if (refused !== undefined) return yield* refused
     })
+    const openAt = (nowMs: number) => freshAt(nowMs) && seen?.refused === undefined
 
-    return Limits.of({ admit, peek })
+    return Limits.of({ admit, peek, openAt })
   })
 )

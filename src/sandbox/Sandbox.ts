@@ -3,8 +3,6 @@
  * in-memory card processor with its own checkout page, memory chain with 100 USDC per wallet, in-memory
  * database with a shipped USDA subset). Needs no setting and charges nothing real.
  */
-import { createServerAnsweringUntilReady } from "../http/nodeServer.ts"
-import { NodeHttpServer } from "@effect/platform-node"
 import { Console, Effect, Layer, Option } from "effect"
 import { VisionModelScripted } from "../analysis/VisionModelScripted.ts"
 import { AppConfig, type Settings } from "../config.ts"
@@ -15,12 +13,13 @@ import { loadCommonFoods, storeFoods } from "../foods/commonFoods.ts"
 import { makeFoodDbLive } from "../foods/FoodDbLive.ts"
 import { loadRecords } from "../foods/repository.ts"
 import { LimitsLive } from "../limits/Limits.ts"
+import { nodeServer } from "../http/nodeServer.ts"
 import { FundingLive, serveWith } from "../server.ts"
 import { ChainMemory } from "../x402/ChainMemory.ts"
 import { MemoryChain } from "../x402/MemoryChain.ts"
 import { WalletsRoute } from "../x402/WalletsRoute.ts"
 import { SandboxMode } from "./mode.ts"
-import { SandboxMiddleware, Scenario, withScenarioLimits, withScenarioPayments, withScenarioVision } from "./scenario.ts"
+import { SANDBOX_HEADER, SandboxMiddleware, Scenario, withScenarioLimits, withScenarioPayments, withScenarioVision } from "./scenario.ts"
 
 /** The sandbox's seller: x402 payments go to this address on the memory chain. */
 export const SANDBOX_PAY_TO = "0x5a4db0c55a4db0c55a4db0c55a4db0c55a4db0c5"
@@ -113,7 +112,7 @@ export const SandboxLive = (env: Readonly<Record<string, string | undefined>> = 
     Effect.map(AppConfig, (settings) =>
       serveWith({
         ...sandboxParts(Option.isSome(foodsFrom) ? { foodsFrom: foodsFrom.value } : {}),
-        http: NodeHttpServer.layer(createServerAnsweringUntilReady, { host: settings.host, port: settings.port })
+        http: nodeServer({ host: settings.host, port: settings.port, stamp: { [SANDBOX_HEADER]: "true" } })
       }).pipe(Layer.tap(() => (options.banner === false ? Effect.void : Console.log(banner(settings, settings.publicBaseUrl, foodsFrom)))))
     )
   ).pipe(Layer.provide(Layer.succeed(SandboxMode, true)), Layer.provide(sandboxConfig(env)))

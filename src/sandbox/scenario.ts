@@ -88,7 +88,9 @@ export const withScenarioLimits = <E, R>(limits: Layer.Layer<Limits, E, R>) =>
     Effect.map(Limits, (inner) =>
       Limits.of({
         admit: (payer, requestId) => Effect.flatMap(is("rate_limited"), (hit) => (hit ? Effect.fail(limitReached) : inner.admit(payer, requestId))),
-        peek: Effect.flatMap(is("rate_limited"), (hit) => (hit ? Effect.fail(limitReached) : inner.peek))
+        peek: Effect.flatMap(is("rate_limited"), (hit) => (hit ? Effect.fail(limitReached) : inner.peek)),
+        // Requests that name a scenario are never answered from this view (the fast lane leaves them to the stack).
+        openAt: inner.openAt
       })
     )
   ).pipe(Layer.provide(limits))

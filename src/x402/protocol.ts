@@ -99,6 +99,9 @@ export const retarget = (challenge: X402PaymentRequired, resource: ResourceInfo,
 const setHeader = (name: string, value: string) =>
   HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeader(response, name, value)))
 
+/** The PAYMENT-REQUIRED header of a challenge. */
+export const paymentRequiredHeader = (challenge: X402PaymentRequired): string => encodePaymentRequiredHeader(challenge)
+
 /** A 402 carrying a fresh challenge in the body and in PAYMENT-REQUIRED. */
 export const challengeFailure = (
   terms: Terms,
@@ -106,7 +109,7 @@ export const challengeFailure = (
   message: string
 ): Effect.Effect<never, PaymentRequired> => {
   const challenge = paymentRequired(terms, code === "payment_required" ? undefined : message)
-  return setHeader(HEADER_PAYMENT_REQUIRED, encodePaymentRequiredHeader(challenge)).pipe(
+  return setHeader(HEADER_PAYMENT_REQUIRED, paymentRequiredHeader(challenge)).pipe(
     Effect.zipRight(Effect.fail(new PaymentRequired({ error: { code, message }, payment_required: challenge })))
   )
 }

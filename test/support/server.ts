@@ -6,6 +6,7 @@ import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../src/config.ts"
+import { nodeServer } from "../../src/http/nodeServer.ts"
 import { LoggingLive } from "../../src/logging.ts"
 import { type Dependencies, type FeatureOutput, serveWith } from "../../src/server.ts"
 import type { PaymentStore } from "../../src/x402/PaymentStore.ts"
@@ -36,6 +37,8 @@ export const startServer = (options: {
   readonly chain?: Layer.Layer<ChainServices, never, AppConfig | PaymentStore>
   /** A database already built by the test (to share it between servers or inspect it); default: a fresh one. */
   readonly database?: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient>
+  /** Every request through the HttpApi stack: the service on a plain Node server, without the fast lane. */
+  readonly withoutFastLane?: boolean
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const config = AppConfig.fromEnv({ ...baseEnv, ...options.env }).pipe(Layer.orDie)
@@ -48,7 +51,7 @@ export const startServer = (options: {
       funding: dependencies,
       ...(options.chain === undefined ? {} : { chain: options.chain }),
       database: options.database ?? TestDatabase,
-      http: NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })
+      http: options.withoutFastLane ? NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }) : nodeServer({ host: "127.0.0.1", port: 0 })
     }).pipe(
       Layer.provide(LoggingLive),
       Layer.provide(config),

@@ -1,0 +1,184 @@
+/**
+ * The two hottest answers of `POST /v1/analyze` given in plain Node, with the bytes the HttpApi stack would send: the
+ * 402 price challenge to a valid request that carries no funding, and the replay of a completed analysis to the
+ * identical request (same credential, Idempotency-Key and body). Any other request, or any doubt, goes on to the stack.
+ */
+import { createHash } from "node:crypto"
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
+import { Context, Effect, Either, Exit, FiberRef, FiberRefs, Layer, LogLevel, Option, Runtime, Schema } from "effect"
+import { Funding } from "../analysis/Funding.ts"
+import { AppConfig } from "../config.ts"
+import { PaymentRequired } from "../domain/errors.ts"
+import { inspectImage } from "../domain/image.ts"
+import { AnalyzeRequest } from "../domain/schemas.ts"
+import { Limits } from "../limits/Limits.ts"
+import { count, httpRequests } from "../observability/metrics.ts"
+import { paymentRequiredHeader } from "../x402/protocol.ts"
+import { AnalyzeHeaders } from "./Api.ts"
+import { FrontDoor, type Lane, type PassOn } from "./nodeServer.ts"
+import { MAX_BODY_BYTES } from "./transport.ts"
+
+const ANALYZE = "/v1/analyze"
+
+/** A completed result as REST sent it, replayable until `untilMs`. */
+export interface Replayable {
+  readonly body: string
+  readonly paymentResponse: Option.Option<string>
+  readonly untilMs: number
+}
+
+/** Completed results this instance served, by `replayKey`; they never change before their recovery window ends. */
+export class ReplayCache extends Context.Tag("morsel/ReplayCache")<
+  ReplayCache,
+  {
+    readonly record: (key: string, replayable: Replayable) => void
+    /** The result while it is still replayable at `nowMs`. */
+    readonly lookup: (key: string, nowMs: number) => Replayable | undefined
+    readonly size: () => number
+  }
+>() {}
+
+/** How many completed results an instance keeps for replays (a result is a few kilobytes). */
+const REPLAYS_KEPT = 2_048
+
+export const ReplayCacheLive = Layer.sync(ReplayCache, () => {
+  // A Map iterates in insertion order: the first key is the least recently recorded or used.
+  const entries = new Map<string, Replayable>()
+  return ReplayCache.of({
+    record: (key, replayable) => {
+      entries.delete(key)
+      entries.set(key, replayable)
+      const oldest = entries.keys().next()
+      if (entries.size > REPLAYS_KEPT && !oldest.done) entries.delete(oldest.value)
+    },
+    lookup: (key, nowMs) => {
+      const found = entries.get(key)
+      if (found === undefined) return undefined
+      entries.delete(key)
+      if (nowMs >= found.untilMs) return undefined
+      entries.set(key, found)
+      return found
+    },
+    size: () => entries.size
+  })
+})
+
+/** The identity of an analysis request as it arrived: its credential, Idempotency-Key and body bytes. */
+export const replayKey = (headers: IncomingHttpHeaders | Readonly<Record<string, string | undefined>>, body: string | Buffer): string =>
+  createHash("sha256")
+    .update(`${headers.authorization ?? ""}\n${headers["payment-signature"] ?? ""}\n${headers["idempotency-key"] ?? ""}\n`)
+    .update(body)
+    .digest("base64")
+
+const isJson = (contentType: string | undefined) => contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/json"
+
+const decodeHeaders = Schema.decodeUnknownEither(AnalyzeHeaders)
+const decodeRequest = Schema.decodeUnknownEither(AnalyzeRequest)
+const encodeChallenge = Schema.encodeSync(PaymentRequired)
+
+/** Reads a body of a known length; undefined when the client went away first. */
+const readBody = (request: IncomingMessage, length: number): Promise<Buffer | undefined> =>
+  new Promise((resolve) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => resolve(Buffer.concat(chunks, length)))
+    request.on("error", () => resolve(undefined))
+    request.on("aborted", () => resolve(undefined))
+  })
+
+/** A valid, unfunded analysis request: what the stack would answer with the price challenge. */
+const isValidUnfunded = (request: IncomingMessage, body: Buffer): boolean => {
+  if (Either.isLeft(decodeHeaders(request.headers))) return false
+  let json: unknown
+  try {
+    json = JSON.parse(body.toString("utf8"))
+  } catch {
+    return false
+  }
+  const decoded = decodeRequest(json)
+  return Either.isRight(decoded) && Either.isRight(inspectImage(decoded.right.image_base64, decoded.right.mime_type))
+}
+
+/** Attaches the lane to the service's own Node server, when it runs on one (FrontDoor). */
+export const FastLaneLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const door = yield* Effect.serviceOption(FrontDoor)
+    if (Option.isNone(door)) return
+    const server = door.value
+    const settings = yield* AppConfig
+    const replays = yield* ReplayCache
+    const limits = yield* Limits
+    const funding = yield* Funding
+    const clock = yield* Effect.clock
+    const runtime = yield* Effect.runtime<never>()
+    const run = Runtime.runPromiseExit(runtime)
+
+    // The challenge is the same for every request: its body and header are made once (none when x402 is off).
+    const challenge = Option.flatMap(Exit.causeOption(Runtime.runSyncExit(runtime)(funding.challenge)), (cause) =>
+      Option.flatMap(
+        Option.filter(Option.fromNullable(cause._tag === "Fail" ? cause.error : undefined), (error) => error._tag === "PaymentRequired"),
+        (error) =>
+          Option.map(Option.fromNullable(error.payment_required), (offer) => ({
+            body: JSON.stringify(encodeChallenge(error)),
+            header: paymentRequiredHeader(offer)
+          }))
+      )
+    )
+
+    const logsRequests = LogLevel.greaterThanEqual(LogLevel.Info, FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentMinimumLogLevel))
+
+    /** What the stack's middleware does for every answer: count it, and log it where the level admits. */
+    const observe = (status: number) => {
+      if (settings.metrics) Runtime.runSync(runtime)(count(httpRequests, { route: ANALYZE, status: String(status) }))
+      if (logsRequests) {
+        Runtime.runFork(runtime)(
+          Effect.log("Sent HTTP response").pipe(
+            Effect.annotateLogs({ "http.method": "POST", "http.url": ANALYZE, "http.status": status }),
+            Effect.withLogSpan("http.span.lane")
+          )
+        )
+      }
+    }
+
+    const answer = (response: ServerResponse, status: number, body: string, headers: Readonly<Record<string, string>>) => {
+      response.writeHead(status, {
+        ...server.stamp,
+        ...headers,
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body)
+      })
+      response.end(body)
+      observe(status)
+    }
+
+    /** Whether every limit was open at the instance's last look, looking again when that look is stale. */
+    const limitsOpen = async (): Promise<boolean> =>
+      limits.openAt(clock.unsafeCurrentTimeMillis()) || Exit.isSuccess(await run(limits.peek))
+
+    const take = (request: IncomingMessage, response: ServerResponse, passOn: PassOn): boolean => {
+      const headers = request.headers
+      if (request.method !== "POST" || request.url !== ANALYZE) return false
+      // Browsers (CORS), the sandbox's scenarios and bodies of unknown length take the whole stack.
+      if (headers.origin !== undefined || headers["sandbox-scenario"] !== undefined || headers["transfer-encoding"] !== undefined) return false
+      if (!isJson(headers["content-type"])) return false
+      const length = Number(headers["content-length"])
+      if (!Number.isSafeInteger(length) || length <= 0 || length > MAX_BODY_BYTES) return false
+      const funded = headers.authorization !== undefined || headers["payment-signature"] !== undefined
+      if (funded ? replays.size() === 0 : Option.isNone(challenge)) return false
+      void readBody(request, length).then(async (body) => {
+        if (body === undefined) return
+        if (funded) {
+          const replay = replays.lookup(replayKey(headers, body), clock.unsafeCurrentTimeMillis())
+          if (replay === undefined) return passOn(body)
+          return answer(response, 200, replay.body, Option.match(replay.paymentResponse, { onNone: () => ({}), onSome: (value) => ({ "payment-response": value }) }))
+        }
+        if (Option.isNone(challenge) || !isValidUnfunded(request, body) || !(await limitsOpen())) return passOn(body)
+        answer(response, 402, challenge.value.body, { "payment-required": challenge.value.header })
+      })
+      return true
+    }
+
+    server.lane = { take } satisfies Lane
+    yield* Effect.addFinalizer(() => Effect.sync(() => (server.lane = undefined)))
+  })
+)
