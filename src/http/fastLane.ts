@@ -12,7 +12,7 @@ import { PaymentRequired } from "../domain/errors.ts"
 import { inspectImage } from "../domain/image.ts"
 import { AnalyzeRequest } from "../domain/schemas.ts"
 import { Limits } from "../limits/Limits.ts"
-import { count, httpRequests } from "../observability/metrics.ts"
+import { count, fastLaneAnswers, httpRequests } from "../observability/metrics.ts"
 import { paymentRequiredHeader } from "../x402/protocol.ts"
 import { AnalyzeHeaders } from "./Api.ts"
 import { FrontDoor, type Lane, type PassOn } from "./nodeServer.ts"
@@ -129,7 +129,8 @@ export const FastLaneLive = Layer.scopedDiscard(
 
     /** What the stack's middleware does for every answer: count it, and log it where the level admits. */
     const observe = (status: number) => {
-      if (settings.metrics) Runtime.runSync(runtime)(count(httpRequests, { route: ANALYZE, status: String(status) }))
+      const counted = count(fastLaneAnswers, { answer: status === 200 ? "replay" : "challenge" })
+      Runtime.runSync(runtime)(settings.metrics ? Effect.zipRight(counted, count(httpRequests, { route: ANALYZE, status: String(status) })) : counted)
       if (logsRequests) {
         Runtime.runFork(runtime)(
           Effect.log("Sent HTTP response").pipe(

@@ -16,6 +16,7 @@ export const analyses = counter("morsel_analyses_total", "Analyses started, by o
 export const creditsGranted = counter("morsel_credits_granted_total", "Credits granted by paid card checkouts")
 export const creditsConsumed = counter("morsel_credits_consumed_total", "Credits consumed by successful analyses")
 export const x402Settlements = counter("morsel_x402_settlements_total", "x402 payments submitted for settlement, by outcome")
+export const fastLaneAnswers = counter("morsel_fast_lane_answers_total", "Challenges and replays answered before the HttpApi stack, by answer")
 export const x402Pending = Metric.gauge("morsel_x402_pending", { description: "x402 payments awaiting confirmation on chain" })
 
 /** The outcome label of a finished operation: `success` on success, else its error code (`internal_error` for a defect). */
