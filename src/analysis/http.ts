@@ -3,7 +3,7 @@ import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Clock, Effect, Option, Schema } from "effect"
 import { AnalysisResult } from "../domain/schemas.ts"
 import { MorselApi } from "../http/Api.ts"
-import { ReplayCache, replayKey } from "../http/fastLane.ts"
+import { ReplayCache, replayKeyOf } from "../http/fastLane.ts"
 import { setResponseHeader } from "../http/headers.ts"
 import { withRetryAfter } from "../limits/http.ts"
 import { decodePayment } from "../x402/protocol.ts"
@@ -20,11 +20,10 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
     /** The identical request is answered from this instance's memory while the result may be replayed. */
     const remember = ({ paymentResponse, replayableUntil, result }: Served) =>
       Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const body = yield* Effect.orElseSucceed(request.text, () => undefined)
+        const key = yield* Effect.option(Effect.flatMap(HttpServerRequest.HttpServerRequest, replayKeyOf))
         const encoded = yield* Effect.option(encodeResult(result))
-        if (body === undefined || Option.isNone(encoded) || (yield* Clock.currentTimeMillis) >= replayableUntil.getTime()) return
-        replays.record(replayKey(request.headers, body), { body: JSON.stringify(encoded.value), paymentResponse, untilMs: replayableUntil.getTime() })
+        if (Option.isNone(key) || Option.isNone(encoded) || (yield* Clock.currentTimeMillis) >= replayableUntil.getTime()) return
+        replays.record(key.value, { body: JSON.stringify(encoded.value), paymentResponse, untilMs: replayableUntil.getTime() })
       })
 
     return handlers.handle(

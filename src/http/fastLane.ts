@@ -5,6 +5,8 @@
  */
 import { createHash } from "node:crypto"
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
+import type { HttpServerError, HttpServerRequest } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Effect, Either, Exit, FiberRef, FiberRefs, Layer, LogLevel, Option, Runtime, Schema } from "effect"
 import { Funding } from "../analysis/Funding.ts"
 import { AppConfig } from "../config.ts"
@@ -69,6 +71,16 @@ export const replayKey = (headers: IncomingHttpHeaders | Readonly<Record<string,
     .update(`${headers.authorization ?? ""}\n${headers["payment-signature"] ?? ""}\n${headers["idempotency-key"] ?? ""}\n`)
     .update(body)
     .digest("base64")
+
+/** Keys the lane already worked out for requests it passed on, so that they are not hashed twice. */
+const passedKeys = new WeakMap<IncomingMessage, string>()
+
+/** The `replayKey` of the request being handled. */
+export const replayKeyOf = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string, HttpServerError.RequestError> =>
+  Effect.suspend(() => {
+    const known = passedKeys.get(NodeHttpServerRequest.toIncomingMessage(request))
+    return known === undefined ? Effect.map(request.text, (body) => replayKey(request.headers, body)) : Effect.succeed(known)
+  })
 
 const isJson = (contentType: string | undefined) => contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/json"
 
@@ -169,11 +181,12 @@ export const FastLaneLive = Layer.scopedDiscard(
       void readBody(request, length).then(async (body) => {
         if (body === undefined) return
         if (funded) {
-          const replay = replays.lookup(replayKey(headers, body), clock.unsafeCurrentTimeMillis())
-          if (replay === undefined) return passOn(body)
+          const key = replayKey(headers, body)
+          const replay = replays.lookup(key, clock.unsafeCurrentTimeMillis())
+          if (replay === undefined) return void passedKeys.set(passOn(body), key)
           return answer(response, 200, replay.body, Option.match(replay.paymentResponse, { onNone: () => ({}), onSome: (value) => ({ "payment-response": value }) }))
         }
-        if (Option.isNone(challenge) || !isValidUnfunded(request, body) || !(await limitsOpen())) return passOn(body)
+        if (Option.isNone(challenge) || !isValidUnfunded(request, body) || !(await limitsOpen())) return void passOn(body)
         answer(response, 402, challenge.value.body, { "payment-required": challenge.value.header })
       })
       return true
