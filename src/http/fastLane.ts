@@ -111,13 +111,15 @@ const isValidUnfunded = (request: IncomingMessage, body: Buffer): boolean => {
   return Either.isRight(decoded) && Either.isRight(inspectImage(decoded.right.image_base64, decoded.right.mime_type))
 }
 
-/** Attaches the lane to the service's own Node server, when it runs on one (FrontDoor). */
+/** Attaches the lane to the service's own Node server, when it runs on one (FrontDoor) and requests are not traced. */
 export const FastLaneLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const door = yield* Effect.serviceOption(FrontDoor)
     if (Option.isNone(door)) return
     const server = door.value
     const settings = yield* AppConfig
+    // With tracing on, every request gets its spans: all of them take the stack.
+    if (Option.isSome(settings.otlpEndpoint)) return
     const replays = yield* ReplayCache
     const limits = yield* Limits
     const funding = yield* Funding
