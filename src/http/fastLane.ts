@@ -18,7 +18,7 @@ import { count, fastLaneAnswers, httpRequests } from "../observability/metrics.t
 import { paymentRequiredHeader } from "../x402/protocol.ts"
 import { AnalyzeHeaders } from "./Api.ts"
 import { FrontDoor, type Lane, type PassOn } from "./nodeServer.ts"
-import { MAX_BODY_BYTES } from "./transport.ts"
+import { isJson, MAX_BODY_BYTES } from "./transport.ts"
 
 const ANALYZE = "/v1/analyze"
 
@@ -81,8 +81,6 @@ export const replayKeyOf = (request: HttpServerRequest.HttpServerRequest): Effec
     const known = passedKeys.get(NodeHttpServerRequest.toIncomingMessage(request))
     return known === undefined ? Effect.map(request.text, (body) => replayKey(request.headers, body)) : Effect.succeed(known)
   })
-
-const isJson = (contentType: string | undefined) => contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/json"
 
 const decodeHeaders = Schema.decodeUnknownEither(AnalyzeHeaders)
 const decodeRequest = Schema.decodeUnknownEither(AnalyzeRequest)

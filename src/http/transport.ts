@@ -38,7 +38,7 @@ const statusOf: Record<TransportError["_tag"], number> = {
 export const errorResponse = (error: TransportError) =>
   HttpServerResponse.unsafeJson({ _tag: error._tag, error: error.error }, { status: statusOf[error._tag] })
 
-const isJson = (contentType: string | undefined) =>
+export const isJson = (contentType: string | undefined) =>
   contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/json"
 
 /** Paths whose bodies are read by a transport of their own (the MCP SDK streams them). */
