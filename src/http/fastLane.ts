@@ -86,12 +86,12 @@ const decodeHeaders = Schema.decodeUnknownEither(AnalyzeHeaders)
 const decodeRequest = Schema.decodeUnknownEither(AnalyzeRequest)
 const encodeChallenge = Schema.encodeSync(PaymentRequired)
 
-/** Reads a body of a known length; undefined when the client went away first. */
-const readBody = (request: IncomingMessage, length: number): Promise<Buffer | undefined> =>
+/** Reads a body whole; undefined when the client went away first. */
+const readBody = (request: IncomingMessage): Promise<Buffer | undefined> =>
   new Promise((resolve) => {
     const chunks: Array<Buffer> = []
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
-    request.on("end", () => resolve(Buffer.concat(chunks, length)))
+    request.on("end", () => resolve(Buffer.concat(chunks)))
     request.on("error", () => resolve(undefined))
     request.on("aborted", () => resolve(undefined))
   })
@@ -178,7 +178,7 @@ export const FastLaneLive = Layer.scopedDiscard(
       if (!Number.isSafeInteger(length) || length <= 0 || length > MAX_BODY_BYTES) return false
       const funded = headers.authorization !== undefined || headers["payment-signature"] !== undefined
       if (funded ? replays.size() === 0 : Option.isNone(challenge)) return false
-      void readBody(request, length).then(async (body) => {
+      void readBody(request).then(async (body) => {
         if (body === undefined) return
         if (funded) {
           const key = replayKey(headers, body)
