@@ -17,6 +17,7 @@ import {
   type TooManyRequests,
   type Unauthorized
 } from "../domain/errors.ts"
+import { InputFingerprint, type RequestId } from "../domain/ids.ts"
 import { inspectImage } from "../domain/image.ts"
 import { AnalysisResult, type AnalyzeRequest } from "../domain/schemas.ts"
 import { attemptLeaseMs } from "../limits/lease.ts"
@@ -27,11 +28,13 @@ import { type Credential, Funding, type FundingMethod, type Save, type Settled }
 import { AttemptLost, RequestStore, RESULT_RETENTION_MS } from "./RequestStore.ts"
 
 /** What makes two requests "the same input"; the image itself is never stored. */
-export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest) =>
-  createHash("sha256")
-    .update(createHash("sha256").update(image).digest("hex"))
-    .update(`|${request.mime_type}|${request.language}|${request.known_total_grams ?? ""}`)
-    .digest("hex")
+export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest): InputFingerprint =>
+  InputFingerprint.make(
+    createHash("sha256")
+      .update(createHash("sha256").update(image).digest("hex"))
+      .update(`|${request.mime_type}|${request.language}|${request.known_total_grams ?? ""}`)
+      .digest("hex")
+  )
 
 const validateResult = Schema.validate(AnalysisResult)
 
@@ -101,7 +104,7 @@ export const AnalyzeRequestsLive = Layer.effect(
     const leaseMs = attemptLeaseMs(settings)
 
     /** Storage trouble and a lost attempt are 503s the caller may retry unchanged, never a 500. */
-    const stored = <A, E, R>(requestId: string, effect: Effect.Effect<A, E | SqlError.SqlError | AttemptLost, R>) =>
+    const stored = <A, E, R>(requestId: RequestId, effect: Effect.Effect<A, E | SqlError.SqlError | AttemptLost, R>) =>
       Effect.catchIf(
         effect,
         (e): e is SqlError.SqlError | AttemptLost => e instanceof SqlError.SqlError || e instanceof AttemptLost,
@@ -116,14 +119,14 @@ export const AnalyzeRequestsLive = Layer.effect(
     })
 
     /** How a funding method saves the result of `requestId`; storage trouble is a 503, a failure a closed attempt. */
-    const saveOf = (requestId: string, result: AnalysisResult): Save => ({
+    const saveOf = (requestId: RequestId, result: AnalysisResult): Save => ({
       pending: stored(requestId, store.pending(requestId, result, Option.none())),
       complete: (paymentResponse) => stored(requestId, store.complete(requestId, result, paymentResponse)),
       failed: (code) => Effect.ignoreLogged(store.fail(requestId, code, false))
     })
 
     /** The analysis itself runs on its own fiber: a caller who hangs up does not cancel it, the deadline still does. */
-    const analyse = (requestId: string, image: Uint8Array, payload: AnalyzeRequest) =>
+    const analyse = (requestId: RequestId, image: Uint8Array, payload: AnalyzeRequest) =>
       analyzer
         .run({ requestId, image, mime: payload.mime_type, language: payload.language, knownTotalGrams: payload.known_total_grams })
         .pipe(
@@ -145,7 +148,7 @@ export const AnalyzeRequestsLive = Layer.effect(
           Effect.flatMap(Fiber.join)
         )
 
-    const attempt = (method: FundingMethod, requestId: string, image: Uint8Array, payload: AnalyzeRequest) =>
+    const attempt = (method: FundingMethod, requestId: RequestId, image: Uint8Array, payload: AnalyzeRequest) =>
       Effect.gen(function* () {
         // Refused before anything was reserved: the attempt never became one.
         const forget = Effect.ignoreLogged(store.forget(requestId))
@@ -170,7 +173,7 @@ export const AnalyzeRequestsLive = Layer.effect(
         }).pipe(Effect.tapDefect(() => giveBack("internal_error", false)))
       })
 
-    const resume = (method: FundingMethod, requestId: string, result: AnalysisResult) =>
+    const resume = (method: FundingMethod, requestId: RequestId, result: AnalysisResult) =>
       Effect.flatMap(Clock.currentTimeMillis, (settling) =>
         Effect.map(method.resume(requestId, saveOf(requestId, result)), (settled) => served(result, settled, settling))
       )

@@ -1,6 +1,7 @@
 /** The seam through which an analysis is paid for: the credential a request carries, the rails that take it, and Funding composed of them. */
 import { Context, Data, Effect, Either, Option, Redacted } from "effect"
 import { type Conflict, InvalidRequest, type PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
+import type { RequestId } from "../domain/ids.ts"
 import type { FundingKind, Payer } from "../domain/payer.ts"
 import type { DecodedPayment } from "../x402/protocol.ts"
 
@@ -68,9 +69,9 @@ export interface Reservation {
 export interface FundingMethod {
   readonly payer: Payer
   /** Reserve the price of one analysis for `requestId`; nothing is consumed yet. */
-  readonly reserve: (requestId: string) => Effect.Effect<Reservation, PaymentRequired | Conflict | ServiceUnavailable>
+  readonly reserve: (requestId: RequestId) => Effect.Effect<Reservation, PaymentRequired | Conflict | ServiceUnavailable>
   /** Finish a payment left pending by an earlier attempt of the same request (x402 only), saving through `save`. */
-  readonly resume: (requestId: string, save: Save) => Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
+  readonly resume: (requestId: RequestId, save: Save) => Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
 }
 
 /** One way of paying (card credits, x402): the credential it takes, and what it gives back when attempts vanish. */
@@ -78,7 +79,7 @@ export interface FundingRail<C extends Credential, E> {
   /** The method that pays with this credential, or why the credential cannot pay. */
   readonly identify: (credential: C) => Effect.Effect<FundingMethod, E>
   /** Give back the reservation of an attempt whose instance vanished mid-analysis; idempotent. */
-  readonly abandon: (requestId: string) => Effect.Effect<void>
+  readonly abandon: (requestId: RequestId) => Effect.Effect<void>
   /** Give back reservations made before `olderThan` whose analysis is no longer running. */
   readonly releaseOrphans: (olderThan: Date) => Effect.Effect<void>
 }
@@ -101,7 +102,7 @@ export class Funding extends Context.Tag("morsel/Funding")<
     /** The 402 answer for a request that carries no funding (x402 challenge, or x402 switched off). */
     readonly challenge: Effect.Effect<never, PaymentRequired>
     /** Give back the reservation of an attempt whose instance vanished mid-analysis; idempotent. */
-    readonly abandon: (requestId: string, kind: FundingKind) => Effect.Effect<void>
+    readonly abandon: (requestId: RequestId, kind: FundingKind) => Effect.Effect<void>
     /** Give back reservations made before `olderThan` whose analysis is no longer running. */
     readonly releaseOrphans: (olderThan: Date) => Effect.Effect<void>
   }

@@ -1,6 +1,7 @@
 /** An in-memory Funding for tests and local trials: Bearer `memory_<name>` spends that name's credits. */
 import { Context, Effect, HashMap, Layer, Metric, Option, Redacted, Ref } from "effect"
 import { PaymentRequired, Unauthorized } from "../domain/errors.ts"
+import { PayerId, type RequestId } from "../domain/ids.ts"
 import { creditsConsumed } from "../observability/metrics.ts"
 import { Funding, type FundingMethod } from "./Funding.ts"
 
@@ -16,10 +17,10 @@ export const fundingMemory = (credits: Readonly<Record<string, number>>) =>
   Layer.effectContext(
     Effect.gen(function* () {
       const balances = yield* Ref.make(HashMap.fromIterable(Object.entries(credits)))
-      const open = yield* Ref.make(HashMap.empty<string, string>())
+      const open = yield* Ref.make(HashMap.empty<RequestId, string>())
 
       const method = (name: string): FundingMethod => ({
-        payer: { kind: "credit", id: `key:${name}` },
+        payer: { kind: "credit", id: PayerId.make(`key:${name}`) },
         reserve: (requestId) =>
           Ref.modify(balances, (map) => {
             const available = Option.getOrElse(HashMap.get(map, name), () => 0)
@@ -45,7 +46,7 @@ export const fundingMemory = (credits: Readonly<Record<string, number>>) =>
         resume: () => Effect.fail(new PaymentRequired({ error: { code: "payment_required", message: "nothing to resume" } }))
       })
 
-      const release = (requestId: string) =>
+      const release = (requestId: RequestId) =>
         Effect.flatMap(
           Ref.modify(open, (map) => [HashMap.get(map, requestId), HashMap.remove(map, requestId)]),
           Option.match({

@@ -2,32 +2,34 @@
 import type { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
+import { rowsOf } from "../db/rows.ts"
+import { InputFingerprint, type PayerId, RequestId } from "../domain/ids.ts"
+import { FundingKind } from "../domain/payer.ts"
 import { AnalysisResult } from "../domain/schemas.ts"
 import { Ids } from "../ids.ts"
-import type { FundingKind } from "../domain/payer.ts"
 
 export const RESULT_RETENTION_MS = 24 * 60 * 60 * 1000
 
 /** What a claim on (payer, key) found: a fresh attempt, or why there is none. */
 export type Claim = Data.TaggedEnum<{
-  Started: { readonly requestId: string }
+  Started: { readonly requestId: RequestId }
   Replay: {
-    readonly requestId: string
+    readonly requestId: RequestId
     readonly result: AnalysisResult
     readonly paymentResponse: Option.Option<string>
     readonly completedAt: Date
   }
-  Pending: { readonly requestId: string; readonly result: AnalysisResult }
-  InProgress: { readonly requestId: string }
-  Conflict: { readonly requestId: string }
-  Expired: { readonly requestId: string }
+  Pending: { readonly requestId: RequestId; readonly result: AnalysisResult }
+  InProgress: { readonly requestId: RequestId }
+  Conflict: { readonly requestId: RequestId }
+  Expired: { readonly requestId: RequestId }
 }>
 export const Claim = Data.taggedEnum<Claim>()
 
 export interface ClaimInput {
-  readonly payer: string
+  readonly payer: PayerId
   readonly idempotencyKey: string
-  readonly fingerprint: string
+  readonly fingerprint: InputFingerprint
   readonly funding: FundingKind
   /** How long a running attempt may hold its key before another instance may take it over. */
   readonly leaseMs: number
@@ -35,22 +37,29 @@ export interface ClaimInput {
 
 /** An attempt whose instance vanished while it ran; its reservation must be given back. */
 export interface Abandoned {
-  readonly requestId: string
+  readonly requestId: RequestId
   readonly funding: FundingKind
 }
 
-interface Row {
-  readonly request_id: string
-  readonly input_fingerprint: string
-  readonly status: "running" | "paid" | "failed" | "payment_pending"
-  readonly result: unknown
-  readonly payment_response: string | null
-  readonly lease_until: Date
-  readonly completed_at: Date | null
-}
+/** The columns of `analysis_requests` a claim reads; the result stays undecoded until it is served. */
+const Attempt = Schema.Struct({
+  request_id: RequestId,
+  input_fingerprint: InputFingerprint,
+  status: Schema.Literal("running", "paid", "failed", "payment_pending"),
+  result: Schema.Unknown,
+  payment_response: Schema.NullOr(Schema.String),
+  lease_until: Schema.DateFromSelf,
+  completed_at: Schema.NullOr(Schema.DateFromSelf)
+})
+type Attempt = typeof Attempt.Type
+const attempts = rowsOf(Attempt)
+const abandonedRows = rowsOf(Schema.Struct({ request_id: RequestId, funding: FundingKind }))
+const leaseEnds = rowsOf(Schema.Struct({ lease_until: Schema.NullOr(Schema.DateFromSelf) }))
+/** A new attempt's id: the next id of the `Ids` service (a fixed sequence in tests). */
+const nextRequestId = Effect.map(Ids.next, RequestId.make)
 
 /** The attempt is no longer ours: its lease ran out and it was closed or taken over meanwhile. */
-export class AttemptLost extends Data.TaggedError("AttemptLost")<{ readonly requestId: string }> {}
+export class AttemptLost extends Data.TaggedError("AttemptLost")<{ readonly requestId: RequestId }> {}
 
 const decodeResult = Schema.decodeUnknown(AnalysisResult)
 const encodeResult = Schema.encode(AnalysisResult)
@@ -61,22 +70,22 @@ export class RequestStore extends Context.Tag("morsel/RequestStore")<
     /** Start an attempt for (payer, key), or say why not: replay, in progress, conflict, expired, pending. */
     readonly claim: (input: ClaimInput) => Effect.Effect<{ readonly claim: Claim; readonly abandoned: ReadonlyArray<Abandoned> }, SqlError.SqlError>
     /** The attempt never became one (a limit or the payment refused it): remove it without a trace. */
-    readonly forget: (requestId: string) => Effect.Effect<void, SqlError.SqlError>
-    readonly fail: (requestId: string, code: string, countsAsFailure: boolean) => Effect.Effect<void, SqlError.SqlError>
+    readonly forget: (requestId: RequestId) => Effect.Effect<void, SqlError.SqlError>
+    readonly fail: (requestId: RequestId, code: string, countsAsFailure: boolean) => Effect.Effect<void, SqlError.SqlError>
     /** Save the result of a running attempt whose payment is under way; fails when the attempt was lost. */
     readonly pending: (
-      requestId: string,
+      requestId: RequestId,
       result: AnalysisResult,
       paymentResponse: Option.Option<string>
     ) => Effect.Effect<void, SqlError.SqlError | AttemptLost>
     /** Save the result of a paid attempt (running or pending); fails when the attempt was lost. */
     readonly complete: (
-      requestId: string,
+      requestId: RequestId,
       result: AnalysisResult,
       paymentResponse: Option.Option<string>
     ) => Effect.Effect<void, SqlError.SqlError | AttemptLost>
     /** A pending payment was settled in the background: the saved result becomes a completed one. */
-    readonly settlePending: (requestId: string, paymentResponse: string) => Effect.Effect<void, SqlError.SqlError>
+    readonly settlePending: (requestId: RequestId, paymentResponse: string) => Effect.Effect<void, SqlError.SqlError>
     /** Running attempts whose lease ran out are marked failed and returned for their reservations to be released. */
     readonly abandonStale: Effect.Effect<ReadonlyArray<Abandoned>, SqlError.SqlError>
     /** When the earliest lease of a running attempt ends, if any is running. */
@@ -90,19 +99,19 @@ export const RequestStoreLive = Layer.effect(
     const sql = yield* PgClient.PgClient
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
-    const abandonStaleAt = (at: Date, where: { payer: string; idempotencyKey: string } | undefined) =>
-      sql<{ request_id: string; funding: FundingKind }>`
+    const abandonStaleAt = (at: Date, where: { payer: PayerId; idempotencyKey: string } | undefined) =>
+      abandonedRows(sql`
         UPDATE analysis_requests SET status = 'failed', failure_code = 'abandoned', completed_at = ${at}
         WHERE status = 'running' AND lease_until < ${at}
         ${where ? sql`AND payer = ${where.payer} AND idempotency_key = ${where.idempotencyKey}` : sql``}
-        RETURNING request_id, funding`.pipe(Effect.map((rows) => rows.map((r) => ({ requestId: r.request_id, funding: r.funding }))))
+        RETURNING request_id, funding`).pipe(Effect.map((rows) => rows.map((r) => ({ requestId: r.request_id, funding: r.funding }))))
 
     const purgeExpiredResults = (at: Date) =>
       sql`
         UPDATE analysis_requests SET result = NULL
         WHERE status = 'paid' AND result IS NOT NULL AND completed_at <= ${new Date(at.getTime() - RESULT_RETENTION_MS)}`
 
-    const classify = (row: Row, fingerprint: string, at: Date): Effect.Effect<Claim> =>
+    const classify = (row: Attempt, fingerprint: InputFingerprint, at: Date): Effect.Effect<Claim> =>
       Effect.gen(function* () {
         const requestId = row.request_id
         if (row.input_fingerprint !== fingerprint) return Claim.Conflict({ requestId })
@@ -128,9 +137,9 @@ export const RequestStoreLive = Layer.effect(
     // A key names one input for good: even after a failed attempt, another input needs another key.
     const latestFor = (input: ClaimInput) =>
       Effect.map(
-        sql<Row>`
+        attempts(sql`
           SELECT * FROM analysis_requests WHERE payer = ${input.payer} AND idempotency_key = ${input.idempotencyKey}
-          ORDER BY (status <> 'failed') DESC, created_at DESC LIMIT 1`,
+          ORDER BY (status <> 'failed') DESC, created_at DESC LIMIT 1`),
         (rows) => rows[0]
       )
 
@@ -138,7 +147,7 @@ export const RequestStoreLive = Layer.effect(
      * A live attempt (paid, pending, or running within its lease) is answered from one read: at most one live
      * row exists per key, so there is no stale attempt of this key to abandon and nothing to insert.
      */
-    const isLive = (row: Row, at: Date): boolean =>
+    const isLive = (row: Attempt, at: Date): boolean =>
       row.status !== "failed" && (row.status !== "running" || row.lease_until.getTime() >= at.getTime())
 
     const claim = (input: ClaimInput) =>
@@ -154,8 +163,8 @@ export const RequestStoreLive = Layer.effect(
           return { claim: Claim.Conflict({ requestId: latest.request_id }), abandoned }
         }
         yield* purgeExpiredResults(at)
-        const requestId = yield* Ids.next
-        const inserted = yield* sql<{ request_id: string }>`
+        const requestId = yield* nextRequestId
+        const inserted = yield* sql`
           INSERT INTO analysis_requests
             (request_id, payer, idempotency_key, input_fingerprint, funding, status, lease_until, created_at)
           VALUES (${requestId}, ${input.payer}, ${input.idempotencyKey}, ${input.fingerprint}, ${input.funding}, 'running',
@@ -164,9 +173,9 @@ export const RequestStoreLive = Layer.effect(
           RETURNING request_id`
         if (inserted.length > 0) return { claim: Claim.Started({ requestId }), abandoned }
         // Another instance claimed the key between our read and our insert.
-        const [winner] = yield* sql<Row>`
+        const [winner] = yield* attempts(sql`
           SELECT * FROM analysis_requests
-          WHERE payer = ${input.payer} AND idempotency_key = ${input.idempotencyKey} AND status <> 'failed'`
+          WHERE payer = ${input.payer} AND idempotency_key = ${input.idempotencyKey} AND status <> 'failed'`)
         return {
           claim: winner ? yield* classify(winner, input.fingerprint, at) : Claim.InProgress({ requestId }),
           abandoned
@@ -174,7 +183,7 @@ export const RequestStoreLive = Layer.effect(
       })
 
     const finish = (
-      requestId: string,
+      requestId: RequestId,
       status: "paid" | "payment_pending",
       result: AnalysisResult,
       paymentResponse: Option.Option<string>
@@ -211,7 +220,7 @@ export const RequestStoreLive = Layer.effect(
         ).pipe(Effect.asVoid),
       abandonStale: Effect.flatMap(now, (at) => abandonStaleAt(at, undefined)),
       nextLeaseEnd: Effect.map(
-        sql<{ lease_until: Date | null }>`SELECT min(lease_until) AS lease_until FROM analysis_requests WHERE status = 'running'`,
+        leaseEnds(sql`SELECT min(lease_until) AS lease_until FROM analysis_requests WHERE status = 'running'`),
         (rows) => Option.fromNullable(rows[0]?.lease_until)
       )
     })

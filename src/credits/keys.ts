@@ -3,6 +3,7 @@ import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
+import { PayerId } from "../domain/ids.ts"
 
 /** `morsel_live_` in live mode, `morsel_test_` in test mode; never both on one server. */
 export const keyPrefix = (testMode: boolean) => (testMode ? "morsel_test_" : "morsel_live_")
@@ -21,7 +22,7 @@ export const parseCreditKey = (raw: string, testMode: boolean): Option.Option<st
 export const newCreditKey = (testMode: boolean): string => keyPrefix(testMode) + randomBytes(32).toString("hex")
 
 /** The payer identifier of a credit key in analysis requests and limits: `key:<fingerprint>`. */
-export const payerIdOf = (fingerprint: string): string => `key:${fingerprint}`
+export const payerIdOf = (fingerprint: string): PayerId => PayerId.make(`key:${fingerprint}`)
 
 /** Constant-time equality of two fingerprints (or any two hex strings). */
 export const sameFingerprint = (a: string, b: string): boolean => {

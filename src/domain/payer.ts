@@ -1,10 +1,13 @@
 /** Who pays for an analysis: the idempotency scope and the subject of per-payer limits. */
+import { Schema } from "effect"
+import type { PayerId } from "./ids.ts"
 
 /** The two ways an analysis is paid for: prepaid card credits, or one x402 payment per call. */
-export type FundingKind = "credit" | "x402"
+export const FundingKind = Schema.Literal("credit", "x402")
+export type FundingKind = typeof FundingKind.Type
 
 export interface Payer {
   readonly kind: FundingKind
   /** Stable identifier, e.g. `key:<fingerprint>` or `wallet:<lowercase address>`; never a secret. */
-  readonly id: string
+  readonly id: PayerId
 }

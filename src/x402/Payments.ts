@@ -3,6 +3,7 @@ import type { PaymentRequirements } from "@x402/core/types"
 import { Context, Data, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
 import { getAddress, type Hex } from "viem"
 import { AppConfig } from "../config.ts"
+import type { RequestId } from "../domain/ids.ts"
 import { carriesTransfer, EvmChain, type ExpectedTransfer } from "./EvmChain.ts"
 import { PaymentStore, type PaymentRecord } from "./PaymentStore.ts"
 import { authorizationDigest, decodePayment, receipt, requirements as termsRequirements, settledResponse } from "./protocol.ts"
@@ -34,14 +35,14 @@ export class Payments extends Context.Tag("morsel/x402/Payments")<
   Payments,
   {
     /** Submit the request's claimed payment (or follow the submission already made) and wait for it, bounded. */
-    readonly settle: (requestId: string, payment: SignedPayment) => Effect.Effect<Outcome>
+    readonly settle: (requestId: RequestId, payment: SignedPayment) => Effect.Effect<Outcome>
     /**
      * Find out what became of a payment: a claimed one is submitted (with the signed payment stored at its claim)
      * while valid; else receipt by hash, the token's authorization state and its AuthorizationUsed log, sending it
      * again while still valid, or a failed payment once it can no longer land. `wait` bounds a receipt wait after
      * sending (a caller is waiting); without it the next pass looks again.
      */
-    readonly reconcile: (requestId: string, payment: Option.Option<SignedPayment>, wait: boolean) => Effect.Effect<Outcome>
+    readonly reconcile: (requestId: RequestId, payment: Option.Option<SignedPayment>, wait: boolean) => Effect.Effect<Outcome>
   }
 >() {}
 
@@ -109,11 +110,11 @@ export const PaymentsLive = Layer.effect(
         Effect.timeoutOption(confirmWithin)
       )
 
-    const current = (requestId: string) =>
+    const current = (requestId: RequestId) =>
       store.get(requestId).pipe(Effect.flatMap(Option.match({ onNone: () => Effect.dieMessage(`no x402 payment for request ${requestId}`), onSome: Effect.succeed })))
 
     /** Waits (bounded) for a sent transaction; a reverted one is looked into on chain. */
-    const follow = (requestId: string, txHash: Hex, payment: Option.Option<SignedPayment>) =>
+    const follow = (requestId: RequestId, txHash: Hex, payment: Option.Option<SignedPayment>) =>
       Effect.gen(function* () {
         const mined = yield* awaitReceipt(txHash)
         const r = yield* current(requestId)
@@ -123,7 +124,7 @@ export const PaymentsLive = Layer.effect(
         return yield* reconcileRecord(r, payment, false)
       })
 
-    const afterSubmission = (requestId: string, submission: Submission, payment: Option.Option<SignedPayment>, wait: boolean) =>
+    const afterSubmission = (requestId: RequestId, submission: Submission, payment: Option.Option<SignedPayment>, wait: boolean) =>
       Effect.gen(function* () {
         const r = yield* current(requestId)
         switch (submission._tag) {
@@ -209,7 +210,7 @@ export const PaymentsLive = Layer.effect(
       }).pipe(annotate(r))
 
     /** Any storage or chain trouble leaves the payment pending: it is retried, never dropped. */
-    const orPending = (requestId: string) => (self: Effect.Effect<Outcome, unknown>) =>
+    const orPending = (requestId: RequestId) => (self: Effect.Effect<Outcome, unknown>) =>
       self.pipe(
         Effect.catchAll((e) =>
           Effect.logWarning("x402 payment outcome unknown for now", e instanceof Error ? e.message : String(e)).pipe(

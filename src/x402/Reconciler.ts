@@ -1,13 +1,14 @@
 /** The background reconciler: settles (or fails) x402 payments left pending that no caller came back for. */
 import { Cause, Clock, Context, Duration, Effect, Layer, Option, PubSub } from "effect"
 import { forkPasses } from "../background.ts"
+import type { RequestId } from "../domain/ids.ts"
 import { Payments } from "./Payments.ts"
 import { PaymentStore } from "./PaymentStore.ts"
 
 export interface ReconcilePass {
   readonly examined: number
-  readonly settled: ReadonlyArray<{ readonly requestId: string; readonly paymentResponse: string }>
-  readonly failed: ReadonlyArray<{ readonly requestId: string; readonly reason: string }>
+  readonly settled: ReadonlyArray<{ readonly requestId: RequestId; readonly paymentResponse: string }>
+  readonly failed: ReadonlyArray<{ readonly requestId: RequestId; readonly reason: string }>
   readonly pending: number
 }
 
@@ -15,8 +16,8 @@ export interface ReconcilePass {
 export class PaymentResolutions extends Context.Tag("morsel/x402/PaymentResolutions")<
   PaymentResolutions,
   {
-    readonly settled: (requestId: string, paymentResponse: string) => Effect.Effect<void>
-    readonly failed: (requestId: string, reason: string) => Effect.Effect<void>
+    readonly settled: (requestId: RequestId, paymentResponse: string) => Effect.Effect<void>
+    readonly failed: (requestId: RequestId, reason: string) => Effect.Effect<void>
   }
 >() {}
 
@@ -64,8 +65,8 @@ export const ReconcilerLive = (options: ReconcilerOptions = {}) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => store.takeDue(before, new Date(now + lease)))
 
       const runOnce = Effect.gen(function* () {
-        const settled: Array<{ requestId: string; paymentResponse: string }> = []
-        const failed: Array<{ requestId: string; reason: string }> = []
+        const settled: Array<{ requestId: RequestId; paymentResponse: string }> = []
+        const failed: Array<{ requestId: RequestId; reason: string }> = []
         // Fixed for the pass: a payment touched during it is not due again before the next one.
         const before = new Date((yield* Clock.currentTimeMillis) - minAge)
         // Claims of failed attempts whose release failed would otherwise hold their authorizations for good.

@@ -19,6 +19,7 @@ import {
 } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { AppConfig } from "../config.ts"
+import type { RequestId } from "../domain/ids.ts"
 import { ChainUnavailable, EvmChain, eip3009Abi, paymentChain } from "./EvmChain.ts"
 import { PaymentStore, type PaymentRecord } from "./PaymentStore.ts"
 import type { Authorization } from "./protocol.ts"
@@ -135,7 +136,7 @@ export const SelfSettlement = Layer.effect(
       lease: SettlerLease,
       nonce: number,
       call: Call,
-      requestId: Option.Option<string>,
+      requestId: Option.Option<RequestId>,
       save: (txHash: Hex, raw: Hex) => Effect.Effect<boolean, SqlError.SqlError>
     ) =>
       Effect.gen(function* () {
@@ -310,10 +311,10 @@ export const FacilitatorSettlement = Layer.effect(
     // The facilitator waits for the receipt; past our confirmation bound its answer is unknown, not failed.
     const facilitator = new HTTPFacilitatorClient({ url, timeoutMs: settings.x402.confirmTimeoutMs })
 
-    const record = (requestId: string, hash: Hex) =>
+    const record = (requestId: RequestId, hash: Hex) =>
       store.recordTransaction(requestId, { txHash: hash, rawTransaction: Option.none() })
 
-    const settleOnce = (requestId: string, payload: PaymentPayload, requirements: PaymentRequirements) =>
+    const settleOnce = (requestId: RequestId, payload: PaymentPayload, requirements: PaymentRequirements) =>
       Effect.gen(function* () {
         const answer = yield* Effect.either(Effect.tryPromise({ try: () => facilitator.settle(payload, requirements), catch: (e) => e }))
         let r: SettleResponse | SettleError

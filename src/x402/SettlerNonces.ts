@@ -1,7 +1,9 @@
 /** The nonces of the self-settlement wallet, coordinated through PostgreSQL for every instance that settles with it. */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { Clock, Data, Duration, Effect, Option, Schedule } from "effect"
+import { Clock, Data, Duration, Effect, Option, Schedule, Schema } from "effect"
 import type { Address, Hex } from "viem"
+import { rowsOf } from "../db/rows.ts"
+import type { RequestId } from "../domain/ids.ts"
 import { Ids } from "../ids.ts"
 import { ChainUnavailable, EvmChain } from "./EvmChain.ts"
 
@@ -26,7 +28,7 @@ export interface SettlerLease {
   /** The lowest nonce we signed that the node neither mined nor holds: later transactions wait behind it. */
   readonly gap: Effect.Effect<Option.Option<number>, ChainUnavailable | SqlError.SqlError>
   /** Records the transaction signed for `nonce`, before it is broadcast; fails when the lease was lost. */
-  readonly record: (nonce: number, txHash: Hex, requestId: Option.Option<string>) => Effect.Effect<void, LeaseLost | SqlError.SqlError>
+  readonly record: (nonce: number, txHash: Hex, requestId: Option.Option<RequestId>) => Effect.Effect<void, LeaseLost | SqlError.SqlError>
 }
 
 /** How long a holder keeps the wallet at most (a vanished instance frees it then). */
@@ -36,10 +38,13 @@ const WAIT = Duration.seconds(20)
 /** Recorded nonces examined for a gap at most (more in flight at once is far beyond this service's rate). */
 const SCAN = 64
 
-interface Recorded {
-  readonly nonce: string | number
-  readonly tx_hash: Hex
-}
+/** A transaction recorded for a nonce; the nonce is an int8 column, so it arrives as a string. */
+const recordedRows = rowsOf(
+  Schema.Struct({
+    nonce: Schema.NumberFromString,
+    tx_hash: Schema.TemplateLiteral("0x", Schema.String)
+  })
+)
 
 export const makeSettlerNonces = (settler: Address) =>
   Effect.gen(function* () {
@@ -85,12 +90,12 @@ export const makeSettlerNonces = (settler: Address) =>
     const view = Effect.gen(function* () {
       const [mined, pending] = yield* Effect.all([count("latest"), count("pending")], { concurrency: 2 })
       yield* sql`DELETE FROM x402_settler_transactions WHERE address = ${address} AND nonce < ${mined}`
-      const rows = yield* sql<Recorded>`
+      const rows = yield* recordedRows(sql`
         SELECT nonce, tx_hash FROM x402_settler_transactions
-        WHERE address = ${address} AND nonce >= ${pending} ORDER BY nonce LIMIT ${SCAN}`
-      const byNonce = new Map(rows.map((r) => [Number(r.nonce), r.tx_hash]))
+        WHERE address = ${address} AND nonce >= ${pending} ORDER BY nonce LIMIT ${SCAN}`)
+      const byNonce = new Map(rows.map((r) => [r.nonce, r.tx_hash]))
       const last = rows.at(-1)
-      const after = last === undefined ? pending : Math.max(pending, Number(last.nonce) + 1)
+      const after = last === undefined ? pending : Math.max(pending, last.nonce + 1)
       // From the node's next nonce on, every nonce we signed must still be held by the node (some nodes count a
       // transaction priced below the base fee as not pending, yet hold it): the first that is not is a gap.
       for (let nonce = pending; nonce < after; nonce++) {

@@ -7,6 +7,7 @@ import { type Address, getAddress, isAddressEqual } from "viem"
 import type { FundingMethod, FundingRail, PaymentCredential, PriceChallenge, Reservation, Save, Settled } from "../analysis/Funding.ts"
 import { AppConfig } from "../config.ts"
 import { Conflict, PaymentRequired, ServiceUnavailable } from "../domain/errors.ts"
+import { PayerId, type RequestId } from "../domain/ids.ts"
 import { count, outcomeOf, x402Settlements } from "../observability/metrics.ts"
 import { EvmChain, EvmChainLive } from "./EvmChain.ts"
 import { type Outcome, Payments, PaymentsLive } from "./Payments.ts"
@@ -128,7 +129,7 @@ export const X402FundingLive = Layer.effect(
     const minimumValiditySeconds = Math.ceil((settings.analysisTimeoutMs + settings.x402.confirmTimeoutMs) / 1000) + 30
     const maximumValiditySeconds = MAX_TIMEOUT_SECONDS + VALIDITY_MARGIN_SECONDS
 
-    const unavailableNow = (what: string, requestId?: string): Effect.Effect<never, ServiceUnavailable> =>
+    const unavailableNow = (what: string, requestId?: RequestId): Effect.Effect<never, ServiceUnavailable> =>
       setRetryAfter(5).pipe(
         Effect.zipRight(
           Effect.fail(
@@ -147,7 +148,7 @@ export const X402FundingLive = Layer.effect(
       invalid(`the payment could not be settled: ${explain(reason)}; nothing was charged and nothing is served, sign a new payment`)
 
     const settledOrFail =
-      (requestId: string, payment: DecodedPayment) =>
+      (requestId: RequestId, payment: DecodedPayment) =>
       (outcome: Outcome): Effect.Effect<Settled, PaymentRequired | ServiceUnavailable> => {
       switch (outcome._tag) {
         case "Settled":
@@ -176,7 +177,7 @@ export const X402FundingLive = Layer.effect(
       }
     }
 
-    const reservationFor = (requestId: string, payment: DecodedPayment): Claimed => {
+    const reservationFor = (requestId: RequestId, payment: DecodedPayment): Claimed => {
       const submit = payments
         .settle(requestId, payment)
         .pipe(Effect.flatMap(settledOrFail(requestId, payment)), Effect.annotateLogs({ request_id: requestId, payer: payment.payer }))
@@ -200,7 +201,7 @@ export const X402FundingLive = Layer.effect(
       return { settle, release, submit }
     }
 
-    const reserve = (payment: DecodedPayment) => (requestId: string) =>
+    const reserve = (payment: DecodedPayment) => (requestId: RequestId) =>
       Effect.gen(function* () {
         const digest = authorizationDigest(asset, payment.authorization)
         const nonce = payment.authorization.nonce
@@ -291,7 +292,7 @@ export const X402FundingLive = Layer.effect(
         return reservationFor(requestId, payment)
       }).pipe(Effect.annotateLogs({ request_id: requestId, payer: payment.payer }))
 
-    const resume = (payment: DecodedPayment) => (requestId: string, save: Save) =>
+    const resume = (payment: DecodedPayment) => (requestId: RequestId, save: Save) =>
       Effect.gen(function* () {
         const record = yield* store.get(requestId).pipe(Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId)))
         if (Option.isNone(record)) {
@@ -322,7 +323,7 @@ export const X402FundingLive = Layer.effect(
             return yield* invalid(`the payment is not valid: ${explain("invalid_exact_evm_signature")}`)
           }
           const method: FundingMethod = {
-            payer: { kind: "x402", id: `wallet:${payment.payer}` },
+            payer: { kind: "x402", id: PayerId.make(`wallet:${payment.payer}`) },
             reserve: reserve(payment),
             resume: resume(payment)
           }

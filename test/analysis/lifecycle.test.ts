@@ -2,6 +2,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, TestClock } from "effect"
+import { InputFingerprint, RequestId } from "../../src/domain/ids.ts"
 import { Funding } from "../../src/analysis/Funding.ts"
 import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { inputFingerprint } from "../../src/analysis/AnalyzeRequests.ts"
@@ -106,7 +107,7 @@ describe("request lifecycle", () => {
       yield* Effect.gen(function* () {
         const store = yield* RequestStore
         const method = yield* Effect.flatMap(Funding, (f) => f.identify(bearerCredential("Bearer memory_bob")))
-        const { claim } = yield* store.claim({ payer: method.payer.id, idempotencyKey: "lifecycle-orphan-01", fingerprint: "x", funding: "credit", leaseMs: 60_000 })
+        const { claim } = yield* store.claim({ payer: method.payer.id, idempotencyKey: "lifecycle-orphan-01", fingerprint: InputFingerprint.make("x"), funding: "credit", leaseMs: 60_000 })
         if (claim._tag !== "Started") return yield* Effect.dieMessage("expected a new attempt")
         yield* method.reserve(claim.requestId)
       }).pipe(Effect.provide(RequestStoreLive), Effect.provide(Layer.succeedContext(database)), Effect.provide(Layer.succeedContext(funding)))
@@ -131,7 +132,7 @@ describe("request lifecycle", () => {
       const [taken] = yield* sql<{ request_id: string }>`
         UPDATE analysis_requests SET status = 'failed', failure_code = 'abandoned'
         WHERE idempotency_key = 'lifecycle-outlived-01' RETURNING request_id`
-      yield* Context.get(funding, Funding).abandon(taken!.request_id, "credit")
+      yield* Context.get(funding, Funding).abandon(RequestId.make(taken!.request_id), "credit")
       expect(yield* ledger.balances).toEqual({ alice: 10, bob: 10 })
       fake.resume()
       const answer = yield* Fiber.join(slow)

@@ -1,6 +1,7 @@
 // The sweeper's timing (TestClock): an abandoned attempt's credit comes back when its lease ends, not minutes later.
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
+import { InputFingerprint } from "../../src/domain/ids.ts"
 import { Funding } from "../../src/analysis/Funding.ts"
 import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
@@ -29,7 +30,7 @@ const setup = Effect.gen(function* () {
     Effect.gen(function* () {
       const store = yield* RequestStore
       const method = yield* Effect.flatMap(Funding, (f) => f.identify(bearerCredential("Bearer memory_bob")))
-      const { claim } = yield* store.claim({ payer: method.payer.id, idempotencyKey, fingerprint: "x", funding: "credit", leaseMs })
+      const { claim } = yield* store.claim({ payer: method.payer.id, idempotencyKey, fingerprint: InputFingerprint.make("x"), funding: "credit", leaseMs })
       if (claim._tag !== "Started") return yield* Effect.dieMessage("expected a new attempt")
       yield* method.reserve(claim.requestId)
     }).pipe(Effect.provide(RequestStoreLive), Effect.provide(Layer.succeedContext(database)), Effect.provide(Layer.succeedContext(funding)))

@@ -17,7 +17,7 @@ import { errorCode } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
-import { bearerCredential, unsaved } from "../support/funding.ts"
+import { bearerCredential, newRequestId, unsaved } from "../support/funding.ts"
 
 const photo = await makeImage(320, 240, "jpeg")
 const body = { image_base64: photo.base64, mime_type: photo.mime }
@@ -46,7 +46,7 @@ const setup = Effect.gen(function* () {
         const funding = yield* CreditFunding
         const method = yield* funding.identify(bearerCredential(`Bearer ${key}`))
         yield* Effect.forEach(
-          Array.from({ length: n }, () => crypto.randomUUID()),
+          Array.from({ length: n }, () => newRequestId()),
           (id) => Effect.flatMap(method.reserve(id), (held) => (commit ? held.settle(unsaved) : Effect.void)),
           { concurrency: 8, discard: true }
         )

@@ -7,7 +7,7 @@ import { realPostgresUrl } from "../support/database.ts"
 import type { FakeStripe } from "../support/fakeStripe.ts"
 import { errorCode, isRecord, send } from "../support/http.ts"
 import { auditLedger, CreditsServer, CreditsServerLive, creditsWithFake, creditsWithoutStripe, Fake, freshKey, seedAnalysisRequest, seedOrder } from "./support.ts"
-import { bearerCredential, recordingSave, unsaved } from "../support/funding.ts"
+import { bearerCredential, newRequestId, recordingSave, unsaved } from "../support/funding.ts"
 import type { Save } from "../../src/analysis/Funding.ts"
 import { storageUnavailable } from "../../src/db/storage.ts"
 
@@ -164,10 +164,10 @@ describe("credits over HTTP", () => {
         const { method, ...b } = yield* paidMethod
         expect(method.payer).toEqual({ kind: "credit", id: payerIdOf(b.fingerprint) })
         for (let i = 0; i < 3; i++) {
-          const reservation = yield* method.reserve(crypto.randomUUID())
+          const reservation = yield* method.reserve(newRequestId())
           yield* reservation.settle(unsaved)
         }
-        const failed = yield* method.reserve(crypto.randomUUID())
+        const failed = yield* method.reserve(newRequestId())
         yield* failed.release
         yield* failed.release
         expect(yield* balanceOf(b.key)).toMatchObject({ credits_remaining: 497 })
@@ -183,7 +183,7 @@ describe("credits over HTTP", () => {
         const sql = yield* SqlClient.SqlClient
         const [account] = yield* sql<{ available: number }>`SELECT available FROM credit_accounts WHERE fingerprint = ${b.fingerprint}`
         expect(account?.available).toBe(-3)
-        const refused = yield* Effect.either(method.reserve(crypto.randomUUID()))
+        const refused = yield* Effect.either(method.reserve(newRequestId()))
         expect(Either.isLeft(refused) && refused.left.error.code).toBe("key_paused")
         const status = yield* api("/v1/credits/checkout-status", b.key, { order_id: b.orderId })
         expect(status.body).toMatchObject({ state: "reversed", credits_remaining: 0, blocked: true })
@@ -213,7 +213,7 @@ describe("credits over HTTP", () => {
         expect(Either.isLeft(malformed) && malformed.left.error.code).toBe("invalid_key")
         const b = yield* buyer
         const method = yield* funding.identify(bearerCredential(`bearer ${b.key}`))
-        const requestId = crypto.randomUUID()
+        const requestId = newRequestId()
         const empty = yield* Effect.either(method.reserve(requestId))
         expect(Either.isLeft(empty) && empty.left.error).toMatchObject({ code: "insufficient_credits", request_id: requestId })
         expect(Either.isLeft(yield* Effect.either(method.resume(requestId, unsaved)))).toBe(true)
@@ -225,12 +225,12 @@ describe("credits over HTTP", () => {
         const failing = yield* recordingSave
         // The result is written, then its write fails: the consumption in the same transaction is undone with it.
         const unsavable: Save = { ...failing.save, complete: (receipt) => Effect.zipRight(failing.save.complete(receipt), Effect.fail(storageUnavailable())) }
-        const refused = yield* Effect.flip(Effect.flatMap(method.reserve(crypto.randomUUID()), (r) => r.settle(unsavable)))
+        const refused = yield* Effect.flip(Effect.flatMap(method.reserve(newRequestId()), (r) => r.settle(unsavable)))
         expect(refused.error.code).toBe("storage_unavailable")
         expect(yield* failing.steps).toEqual(["complete", "failed:not_saved"])
         expect(yield* balanceOf(b.key)).toMatchObject({ credits_remaining: 500 })
         const saving = yield* recordingSave
-        yield* Effect.flatMap(method.reserve(crypto.randomUUID()), (r) => r.settle(saving.save))
+        yield* Effect.flatMap(method.reserve(newRequestId()), (r) => r.settle(saving.save))
         expect(yield* saving.steps).toEqual(["complete"])
         expect(yield* balanceOf(b.key)).toMatchObject({ credits_remaining: 499 })
       }))
@@ -362,12 +362,12 @@ describe.skipIf(!realPostgresUrl)("credits over HTTP on real PostgreSQL (concurr
         yield* api("/v1/credits/confirm", b.key, { session_id: b.sessionId })
         const method = yield* funding.identify(bearerCredential(`Bearer ${b.key}`))
         yield* Effect.forEach(
-          Array.from({ length: 490 }, () => crypto.randomUUID()),
+          Array.from({ length: 490 }, () => newRequestId()),
           (id) => Effect.flatMap(method.reserve(id), (r) => r.settle(unsaved)),
           { concurrency: 8 }
         )
         const analyses = yield* Effect.all(
-          Array.from({ length: 50 }, () => Effect.either(Effect.flatMap(method.reserve(crypto.randomUUID()), (r) => r.settle(unsaved)))),
+          Array.from({ length: 50 }, () => Effect.either(Effect.flatMap(method.reserve(newRequestId()), (r) => r.settle(unsaved)))),
           { concurrency: "unbounded" }
         )
         expect(analyses.filter(Either.isRight)).toHaveLength(10)

@@ -4,7 +4,7 @@ import { Effect, Either, Layer } from "effect"
 import { CreditFunding } from "../../src/credits/CreditFunding.ts"
 import { isRecord, send } from "../support/http.ts"
 import { auditLedger, CreditsServer, CreditsServerLive, creditsWithFake, Fake, freshKey } from "./support.ts"
-import { bearerCredential, unsaved } from "../support/funding.ts"
+import { bearerCredential, newRequestId, unsaved } from "../support/funding.ts"
 
 /** mulberry32: a small seeded generator so a failing run can be replayed with MORSEL_TEST_SEED. */
 const generator = (seed: number) => {
@@ -124,7 +124,7 @@ describe("credits: seeded randomized interleavings", () => {
           } else {
             const method = yield* Effect.either(funding.identify(bearerCredential(`Bearer ${buyer.key}`)))
             if (Either.isRight(method)) {
-              const requestId = crypto.randomUUID()
+              const requestId = newRequestId()
               const reserved = yield* Effect.either(method.right.reserve(requestId))
               if (Either.isRight(reserved)) {
                 const outcome = random()

@@ -1,6 +1,7 @@
 /** Shared pieces of the limits tests: the limits on a fresh test database, and analyses started the way the pipeline starts them. */
 import { randomUUID } from "node:crypto"
 import { Effect, Either, Layer } from "effect"
+import { InputFingerprint, PayerId, type RequestId } from "../../src/domain/ids.ts"
 import type { FundingKind, Payer } from "../../src/domain/payer.ts"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
 import { AppConfig } from "../../src/config.ts"
@@ -15,14 +16,14 @@ export const limitsLayer = (env: Readonly<Record<string, string>> = {}) =>
     Layer.orDie
   )
 
-export const credit = (name: string): Payer => ({ kind: "credit", id: `key:${name}` })
-export const wallet = (name: string): Payer => ({ kind: "x402", id: `wallet:${name}` })
+export const credit = (name: string): Payer => ({ kind: "credit", id: PayerId.make(`key:${name}`) })
+export const wallet = (name: string): Payer => ({ kind: "x402", id: PayerId.make(`wallet:${name}`) })
 
 export type Started =
-  | { readonly _tag: "admitted"; readonly requestId: string; readonly admission: Admission }
+  | { readonly _tag: "admitted"; readonly requestId: RequestId; readonly admission: Admission }
   | { readonly _tag: "refused"; readonly code: string }
 
-const admitted = (requestId: string, admission: Admission): Started => ({ _tag: "admitted", requestId, admission })
+const admitted = (requestId: RequestId, admission: Admission): Started => ({ _tag: "admitted", requestId, admission })
 const refused = (code: string): Started => ({ _tag: "refused", code })
 
 /** Claims a fresh request as the pipeline does, then asks the limits; a refused claim is forgotten like the pipeline forgets it. */
@@ -31,7 +32,7 @@ export const start = (payer: Payer) =>
     const store = yield* RequestStore
     const limits = yield* Limits
     const { claim } = yield* store
-      .claim({ payer: payer.id, idempotencyKey: randomUUID(), fingerprint: "f", funding: payer.kind satisfies FundingKind, leaseMs: 60_000 })
+      .claim({ payer: payer.id, idempotencyKey: randomUUID(), fingerprint: InputFingerprint.make("f"), funding: payer.kind satisfies FundingKind, leaseMs: 60_000 })
       .pipe(Effect.orDie)
     if (claim._tag !== "Started") return yield* Effect.dieMessage(`unexpected claim ${claim._tag}`)
     const outcome = yield* Effect.either(limits.admit(payer, claim.requestId))

@@ -1,6 +1,8 @@
-/** Credentials and saves for tests that drive one funding rail without the analysis around it. */
+/** Credentials, request ids and saves for tests that drive one funding rail without the analysis around it. */
+import { randomUUID } from "node:crypto"
 import { Effect, Ref } from "effect"
 import { bearerKey, Credential, type Save } from "../../src/analysis/Funding.ts"
+import { RequestId } from "../../src/domain/ids.ts"
 import { decodePayment } from "../../src/x402/protocol.ts"
 
 /** The credential of an `Authorization` header value. */
@@ -8,6 +10,9 @@ export const bearerCredential = (authorization: string) => Credential.Bearer({ k
 
 /** The credential of a `PAYMENT-SIGNATURE` header value. */
 export const paymentCredential = (paymentSignature: string) => Credential.Payment({ payment: decodePayment(paymentSignature) })
+
+/** A fresh analysis request id, as the request store would mint it. */
+export const newRequestId = () => RequestId.make(randomUUID())
 
 /** A Save that keeps nothing: only the rail is under test. */
 export const unsaved: Save = { pending: Effect.void, complete: () => Effect.void, failed: () => Effect.void }

@@ -2,6 +2,7 @@
 import type { PaymentPayload } from "@x402/core/types"
 import { Effect } from "effect"
 import type { Address } from "viem"
+import type { RequestId } from "../../src/domain/ids.ts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
 import { challenge } from "./layer.ts"
@@ -26,10 +27,10 @@ export const balance = (address: Address) => Effect.flatMap(Chain, (chain) => Ef
 export const chainDo = (f: (chain: Chain["Type"]) => Promise<unknown>) => Effect.flatMap(Chain, (chain) => Effect.promise(() => f(chain)))
 
 /** What a client retrying the same request does: send the same PAYMENT-SIGNATURE again, which resumes the payment. */
-export const retry = (payload: PaymentPayload, requestId: string) =>
+export const retry = (payload: PaymentPayload, requestId: RequestId) =>
   Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(paymentCredential(header(payload))), (m) => m.resume(requestId, unsaved)))
 
-export const reserveAndCommit = (payload: PaymentPayload, requestId: string) =>
+export const reserveAndCommit = (payload: PaymentPayload, requestId: RequestId) =>
   Effect.gen(function* () {
     const x402 = yield* X402Funding
     const method = yield* x402.identify(paymentCredential(header(payload)))

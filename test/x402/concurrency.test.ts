@@ -1,19 +1,19 @@
-import { randomUUID } from "node:crypto"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import type { PaymentPayload } from "@x402/core/types"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Either, Option } from "effect"
+import type { RequestId } from "../../src/domain/ids.ts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { Chain } from "../support/chain.ts"
 import { realPostgresUrl } from "../support/database.ts"
 import { challenge, X402Test } from "./layer.ts"
 import { header, signPayment } from "../support/x402.ts"
-import { paymentCredential, unsaved } from "../support/funding.ts"
+import { newRequestId, paymentCredential, unsaved } from "../support/funding.ts"
 
 const CONCURRENT = 20
 
 /** One whole request's worth of payment handling: decode, verify and claim, then settle. */
-const payOnce = (payload: PaymentPayload, requestId: string) =>
+const payOnce = (payload: PaymentPayload, requestId: RequestId) =>
   Effect.gen(function* () {
     const x402 = yield* X402Funding
     const method = yield* x402.identify(paymentCredential(header(payload)))
@@ -35,7 +35,7 @@ describe.skipIf(!realPostgresUrl)("x402 on real PostgreSQL (concurrency)", () =>
       Effect.gen(function* () {
         const { payload, chain, payer } = yield* sign(0)
         const outcomes = yield* Effect.all(
-          Array.from({ length: CONCURRENT }, () => Effect.either(payOnce(payload, randomUUID()))),
+          Array.from({ length: CONCURRENT }, () => Effect.either(payOnce(payload, newRequestId()))),
           { concurrency: "unbounded" }
         )
         const paid = outcomes.filter(Either.isRight)
@@ -51,7 +51,7 @@ describe.skipIf(!realPostgresUrl)("x402 on real PostgreSQL (concurrency)", () =>
     it.effect(`${CONCURRENT} concurrent attempts of the same request: every one answers the same receipt, one transfer`, () =>
       Effect.gen(function* () {
         const { payload, chain, payer } = yield* sign(1)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         const outcomes = yield* Effect.all(
           Array.from({ length: CONCURRENT }, () => payOnce(payload, requestId)),
           { concurrency: "unbounded" }

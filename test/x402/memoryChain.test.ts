@@ -1,5 +1,4 @@
 // What only the memory chain has: wallets that start with 100 USDC, their balance route, and a settlement held for one retry.
-import { randomUUID } from "node:crypto"
 import { HttpLayerRouter } from "@effect/platform"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { describe, expect, layer } from "@effect/vitest"
@@ -9,6 +8,7 @@ import { MemoryChain } from "../../src/x402/MemoryChain.ts"
 import { WalletsRoute } from "../../src/x402/WalletsRoute.ts"
 import { TestChain } from "../support/memoryChain.ts"
 import { reserveAndCommit, retry } from "./chainSteps.ts"
+import { newRequestId } from "../support/funding.ts"
 import { challenge, X402MemoryTest } from "./layer.ts"
 import { authorizationOf, signPayment } from "../support/x402.ts"
 
@@ -39,7 +39,7 @@ describe("the memory chain", () => {
         const account = yield* payerOf(0)
         const balance = { address: account.address, network: "eip155:8453", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" }
         expect(yield* wallet(account.address.toLowerCase())).toEqual({ status: 200, body: { ...balance, usdc: "100.000000", units: "100000000" } })
-        yield* reserveAndCommit(yield* sign(account), randomUUID())
+        yield* reserveAndCommit(yield* sign(account), newRequestId())
         expect(yield* wallet(account.address)).toEqual({ status: 200, body: { ...balance, usdc: "99.990000", units: "99990000" } })
         const refused = yield* wallet("0x1234")
         expect(refused).toMatchObject({ status: 400, body: { error: { code: "invalid_request" } } })
@@ -51,7 +51,7 @@ describe("the memory chain", () => {
         const account = yield* payerOf(1)
         const payload = yield* sign(account)
         const { from, nonce } = authorizationOf(payload)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* chain.holdFirstSettlement(from, nonce)
         const pending = yield* Effect.flip(reserveAndCommit(payload, requestId))
         expect(pending).toMatchObject({ _tag: "ServiceUnavailable", error: { code: "payment_pending" } })
@@ -71,11 +71,11 @@ describe("the memory chain", () => {
         const chain = yield* MemoryChain
         const account = yield* payerOf(3)
         const payload = yield* sign(account)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         const attempts = yield* Effect.all(
           [
             ...Array.from({ length: 20 }, () => Effect.either(reserveAndCommit(payload, requestId))),
-            ...Array.from({ length: 20 }, () => Effect.either(reserveAndCommit(payload, randomUUID())))
+            ...Array.from({ length: 20 }, () => Effect.either(reserveAndCommit(payload, newRequestId())))
           ],
           { concurrency: "unbounded" }
         )
@@ -93,7 +93,7 @@ describe("the memory chain", () => {
         const chain = yield* MemoryChain
         const account = yield* payerOf(2)
         const payload = yield* sign(account)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* chain.pauseMining
         yield* Effect.flip(reserveAndCommit(payload, requestId))
         yield* chain.advanceTime(3600)

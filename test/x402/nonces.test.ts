@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import type { PaymentPayload, PaymentRequired as X402PaymentRequired } from "@x402/core/types"
 import { SqlClient } from "@effect/sql"
@@ -12,7 +11,7 @@ import { realPostgresUrl, sharedTestDatabase } from "../support/database.ts"
 import { chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
 import { challenge, X402Test } from "./layer.ts"
 import { header, signPayment, x402Env } from "../support/x402.ts"
-import { paymentCredential, unsaved } from "../support/funding.ts"
+import { newRequestId, paymentCredential, unsaved } from "../support/funding.ts"
 
 const PRICE = 10_000n
 
@@ -38,13 +37,13 @@ describe("self-settlement nonces", () => {
       Effect.gen(function* () {
         const chain = yield* Chain
         const dropped = yield* signed(0)
-        const droppedRequest = randomUUID()
+        const droppedRequest = newRequestId()
         yield* chainDo((c) => c.pauseMining())
         const lost = pendingTx(yield* Effect.flip(reserveAndCommit(dropped, droppedRequest)))
         yield* chainDo(async (c) => expect(await c.dropTransaction(lost)).toBe(true))
         yield* chainDo((c) => c.resumeMining())
         // Signed at the lost nonce, the next payment is mined at once instead of waiting behind the gap.
-        const next = yield* reserveAndCommit(yield* signed(1), randomUUID())
+        const next = yield* reserveAndCommit(yield* signed(1), newRequestId())
         expect(yield* transfersFrom(yield* payerAddress(1))).toEqual([{ transactionHash: receiptOf(next.paymentResponse).transaction, value: PRICE }])
         // The dropped payment's retry finds its nonce taken and signs it again at a new one.
         const again = yield* retry(dropped, droppedRequest)
@@ -65,7 +64,7 @@ describe("self-settlement nonces", () => {
           INSERT INTO x402_settler_transactions (address, nonce, tx_hash, signed_at)
           VALUES (${settler}, ${nonce}, ${keccak256(toHex("never broadcast"))}, now())`
         // Once the lease passes, the recorded but unsent nonce is a gap: the payment takes it and is mined at once.
-        const settled = yield* reserveAndCommit(yield* signed(3), randomUUID())
+        const settled = yield* reserveAndCommit(yield* signed(3), newRequestId())
         const transfers = yield* transfersFrom(yield* payerAddress(3))
         expect(transfers).toEqual([{ transactionHash: receiptOf(settled.paymentResponse).transaction, value: PRICE }])
         expect(yield* settlerNonce(chain, "latest")).toBe(nonce + 1)
@@ -74,7 +73,7 @@ describe("self-settlement nonces", () => {
     it.effect("a transaction priced under the chain's base fee is replaced with higher fees at its nonce; one transfer", () =>
       Effect.gen(function* () {
         const payload = yield* signed(2)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* chainDo((c) => c.pauseMining())
         const cheap = pendingTx(yield* Effect.flip(reserveAndCommit(payload, requestId)))
         // The base fee jumps far above the transaction's fee cap: no block takes it any more.
@@ -97,7 +96,7 @@ describe("self-settlement nonces", () => {
         // Short-lived (two minutes, as a client may choose), so it expires while the other stays valid.
         const shortLived = yield* Effect.promise(() => signPayment(chain.accounts.payers[0]!, terms, (r) => ({ ...r, maxTimeoutSeconds: 120 })))
         const queued = yield* signed(1)
-        const [shortRequest, queuedRequest] = [randomUUID(), randomUUID()]
+        const [shortRequest, queuedRequest] = [newRequestId(), newRequestId()]
         yield* chainDo((c) => c.pauseMining())
         const lost = pendingTx(yield* Effect.flip(reserveAndCommit(shortLived, shortRequest)))
         pendingTx(yield* Effect.flip(reserveAndCommit(queued, queuedRequest)))
@@ -146,7 +145,7 @@ describe("self-settlement nonces", () => {
             Effect.either(
               Effect.gen(function* () {
                 const method = yield* instances[i % 2]!.identify(paymentCredential(header(payload)))
-                const reservation = yield* method.reserve(randomUUID())
+                const reservation = yield* method.reserve(newRequestId())
                 return yield* reservation.settle(unsaved)
               })
             ),

@@ -5,6 +5,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Ref } from "effect"
 import { type Address, createWalletClient, http } from "viem"
+import type { RequestId } from "../../src/domain/ids.ts"
 import { paymentChain } from "../../src/x402/EvmChain.ts"
 import { decodePayment } from "../../src/x402/protocol.ts"
 import { PaymentResolutions, type ReconcilePass, X402Reconciler } from "../../src/x402/Reconciler.ts"
@@ -15,7 +16,7 @@ import { authorizationOf, header } from "../support/x402.ts"
 import { type RpcProxy, startRpcProxy } from "./rpcProxy.ts"
 import { transferCalldata } from "../../src/x402/Settlement.ts"
 import { chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
-import { paymentCredential, unsaved } from "../support/funding.ts"
+import { newRequestId, paymentCredential, unsaved } from "../support/funding.ts"
 
 const PRICE = 10_000n
 
@@ -29,7 +30,7 @@ const authorizationUsed = (payload: PaymentPayload) =>
 const receiptOf = (paymentResponse: Option.Option<string>) => decodePaymentResponseHeader(Option.getOrThrow(paymentResponse))
 
 /** The analysis request in `status`, as the pipeline records it (payment_pending: its result saved before committing). */
-const analysisRequest = (requestId: string, payer: Address, status: "running" | "payment_pending") =>
+const analysisRequest = (requestId: RequestId, payer: Address, status: "running" | "payment_pending") =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => {
     const at = new Date()
     return sql`
@@ -37,10 +38,10 @@ const analysisRequest = (requestId: string, payer: Address, status: "running" | 
       VALUES (${requestId}, ${`wallet:${payer.toLowerCase()}`}, ${randomUUID()}, 'fingerprint', 'x402', ${status}, ${at}, ${at})`
   }).pipe(Effect.orDie)
 
-const awaitingPayment = (requestId: string, payer: Address) => analysisRequest(requestId, payer, "payment_pending")
+const awaitingPayment = (requestId: RequestId, payer: Address) => analysisRequest(requestId, payer, "payment_pending")
 
 /** The attempt failed and its request says so, but giving back its claim failed (storage trouble, a crash). */
-const failedWithoutRelease = (payload: PaymentPayload, requestId: string, payer: Address) =>
+const failedWithoutRelease = (payload: PaymentPayload, requestId: RequestId, payer: Address) =>
   Effect.gen(function* () {
     yield* analysisRequest(requestId, payer, "running")
     yield* Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(paymentCredential(header(payload))), (m) => m.reserve(requestId)))
@@ -51,25 +52,25 @@ const failedWithoutRelease = (payload: PaymentPayload, requestId: string, payer:
   })
 
 /** The pipeline marks the request paid once its payment settled. */
-const completed = (requestId: string) =>
+const completed = (requestId: RequestId) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE analysis_requests SET status = 'paid', completed_at = now() WHERE request_id = ${requestId}`).pipe(
     Effect.orDie
   )
 
-const requestStatus = (requestId: string) =>
+const requestStatus = (requestId: RequestId) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ status: string }>`SELECT status FROM analysis_requests WHERE request_id = ${requestId}`).pipe(
     Effect.map((rows) => rows[0]?.status),
     Effect.orDie
   )
 
-const claimOf = (requestId: string) =>
+const claimOf = (requestId: RequestId) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ state: string }>`SELECT state FROM x402_payments WHERE request_id = ${requestId}`).pipe(
     Effect.map((rows) => rows[0]?.state),
     Effect.orDie
   )
 
 /** The instance claimed the authorization and saved the result, then vanished before submitting the payment. */
-const claimedThenCrashed = (payload: PaymentPayload, requestId: string, payer: Address) =>
+const claimedThenCrashed = (payload: PaymentPayload, requestId: RequestId, payer: Address) =>
   Effect.gen(function* () {
     const x402 = yield* X402Funding
     const method = yield* x402.identify(paymentCredential(header(payload)))
@@ -83,14 +84,14 @@ const resolved = Ref.unsafeMake<ReadonlyArray<string>>([])
 const Resolutions = Layer.effect(
   PaymentResolutions,
   Effect.map(SqlClient.SqlClient, (sql) => ({
-    settled: (requestId: string, paymentResponse: string) =>
+    settled: (requestId: RequestId, paymentResponse: string) =>
       Ref.update(resolved, (all) => [...all, `settled:${requestId}`]).pipe(
         Effect.zipRight(sql`
           UPDATE analysis_requests SET status = 'paid', payment_response = ${paymentResponse}, completed_at = now()
           WHERE request_id = ${requestId} AND status = 'payment_pending'`),
         Effect.orDie
       ),
-    failed: (requestId: string) =>
+    failed: (requestId: RequestId) =>
       Ref.update(resolved, (all) => [...all, `failed:${requestId}`]).pipe(
         Effect.zipRight(sql`
           UPDATE analysis_requests SET status = 'failed', failure_code = 'payment_failed', completed_at = now()
@@ -110,7 +111,7 @@ describe("x402 payments left pending are recovered", () => {
         const reconciler = yield* X402Reconciler
         const payer = yield* payerAddress(0)
         const payload = yield* signed(0)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* claimedThenCrashed(payload, requestId, payer)
         // The first pass submits it, a later one finds it mined.
         const submitted = yield* reconciler.runOnce
@@ -130,7 +131,7 @@ describe("x402 payments left pending are recovered", () => {
       Effect.gen(function* () {
         const payer = yield* payerAddress(1)
         const recorded = yield* signed(1)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* claimedThenCrashed(recorded, requestId, payer)
         const another = yield* signed(1)
         const settled = yield* retry(another, requestId)
@@ -152,7 +153,7 @@ describe("x402 payments left pending are recovered", () => {
           payers,
           (i) =>
             Effect.gen(function* () {
-              const requestId = randomUUID()
+              const requestId = newRequestId()
               const pending = yield* Effect.flip(reserveAndCommit(yield* signed(i), requestId))
               expect(pending).toMatchObject({ error: { code: "payment_pending" } })
               return requestId
@@ -173,9 +174,9 @@ describe("x402 payments left pending are recovered", () => {
       Effect.gen(function* () {
         const payer = yield* payerAddress(6)
         const payload = yield* signed(6)
-        yield* failedWithoutRelease(payload, randomUUID(), payer)
+        yield* failedWithoutRelease(payload, newRequestId(), payer)
         // The client retries (a failed attempt frees its Idempotency-Key: the retry is a new request).
-        const settled = yield* reserveAndCommit(payload, randomUUID())
+        const settled = yield* reserveAndCommit(payload, newRequestId())
         const transfers = yield* transfersFrom(payer)
         expect(transfers).toEqual([{ transactionHash: receiptOf(settled.paymentResponse).transaction, value: PRICE }])
       }))
@@ -183,7 +184,7 @@ describe("x402 payments left pending are recovered", () => {
     it.effect("the reconciler releases claims of failed attempts nobody retries", () =>
       Effect.gen(function* () {
         const reconciler = yield* X402Reconciler
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* failedWithoutRelease(yield* signed(7), requestId, yield* payerAddress(7))
         expect(yield* claimOf(requestId)).toBe("claimed")
         const pass = yield* reconciler.runOnce
@@ -197,7 +198,7 @@ describe("x402 payments left pending are recovered", () => {
         const reconciler = yield* X402Reconciler
         const payer = yield* payerAddress(8)
         const payload = yield* signed(8)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         // Settled on chain and in the payment record; the instance died before it marked the request paid.
         yield* awaitingPayment(requestId, payer)
         const settled = yield* reserveAndCommit(payload, requestId)
@@ -216,7 +217,7 @@ describe("x402 payments left pending are recovered", () => {
         const reconciler = yield* X402Reconciler
         const payer = yield* payerAddress(5)
         const payload = yield* signed(5)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* claimedThenCrashed(payload, requestId, payer)
         yield* chainDo((c) => c.advanceTime(3600))
         yield* chainDo((c) => c.mine())
@@ -228,7 +229,7 @@ describe("x402 payments left pending are recovered", () => {
         // Its request failed with the payment, so the client's identical retry is a new attempt with the same
         // authorization: a 402 with a fresh challenge (nothing was charged), not a reuse conflict.
         expect(yield* requestStatus(requestId)).toBe("failed")
-        const { error, headers } = yield* refusal(reserveAndCommit(payload, randomUUID()))
+        const { error, headers } = yield* refusal(reserveAndCommit(payload, newRequestId()))
         expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" }, payment_required: { x402Version: 2 } })
         expect((error as { error: { message: string } }).error.message).toMatch(/could not be settled: .*expired.*nothing was charged/)
         // The fresh challenge of the body is the one in PAYMENT-REQUIRED.
@@ -265,7 +266,7 @@ describe("x402 payments left pending are recovered", () => {
         const payer = yield* payerAddress(0)
         const payload = yield* signed(0)
         const x402 = yield* X402Funding
-        const reservation = yield* Effect.flatMap(x402.identify(paymentCredential(header(payload))), (m) => m.reserve(randomUUID()))
+        const reservation = yield* Effect.flatMap(x402.identify(paymentCredential(header(payload))), (m) => m.reserve(newRequestId()))
         // The payer front-runs the settlement with the same authorization (any account may submit it).
         const { authorization, signature } = Option.getOrThrow(Option.getRight(decodePayment(header(payload))))
         const sender = createWalletClient({ account: chain.accounts.deployer, chain: paymentChain(chain.rpcUrl), transport: http(chain.rpcUrl) })

@@ -1,5 +1,4 @@
 // How the x402 rail saves the result it settles for: pending before anything is submitted, paid after, nothing paid unsaved.
-import { randomUUID } from "node:crypto"
 import type { PaymentPayload } from "@x402/core/types"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Ref } from "effect"
@@ -8,7 +7,7 @@ import type { Save } from "../../src/analysis/Funding.ts"
 import { storageUnavailable } from "../../src/db/storage.ts"
 import { MemoryChain } from "../../src/x402/MemoryChain.ts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
-import { paymentCredential, unsaved } from "../support/funding.ts"
+import { newRequestId, paymentCredential, unsaved } from "../support/funding.ts"
 import { TestChain } from "../support/memoryChain.ts"
 import { authorizationOf, header, signPayment } from "../support/x402.ts"
 import { reserveAndCommit } from "./chainSteps.ts"
@@ -26,7 +25,7 @@ const transfersOf = (account: PrivateKeyAccount) =>
   Effect.flatMap(TestChain, (chain) => Effect.promise(() => chain.transfers(account.address, chain.accounts.payTo.address)))
 
 const reserve = (payload: PaymentPayload) =>
-  Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(paymentCredential(header(payload))), (m) => m.reserve(randomUUID())))
+  Effect.flatMap(X402Funding, (x402) => Effect.flatMap(x402.identify(paymentCredential(header(payload))), (m) => m.reserve(newRequestId())))
 
 /** A Save that writes down each step with the number of transfers the payer had made by then. */
 const watching = (account: PrivateKeyAccount) =>
@@ -59,7 +58,7 @@ describe("x402 settlement and the saved result", () => {
         const refused = yield* Effect.flip(reservation.settle({ ...unsaved, pending: Effect.fail(storageUnavailable()) }))
         expect(refused.error.code).toBe("storage_unavailable")
         expect(yield* transfersOf(account)).toEqual([])
-        yield* reserveAndCommit(payload, randomUUID())
+        yield* reserveAndCommit(payload, newRequestId())
         expect(yield* transfersOf(account)).toHaveLength(1)
       }))
 

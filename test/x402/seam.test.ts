@@ -1,5 +1,5 @@
 // One behavioural suite for the chain seam, run against the memory chain and against the local hardhat chain with self-settlement.
-import { randomBytes, randomUUID } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
 import { authorizationTypes } from "@x402/evm"
@@ -15,6 +15,7 @@ import { ChainFromSettings, type X402Funding } from "../../src/x402/X402Funding.
 import { TestChain } from "../support/memoryChain.ts"
 import { challenge, refusal, X402MemoryTest, X402Test } from "./layer.ts"
 import { reserveAndCommit, retry } from "./chainSteps.ts"
+import { newRequestId } from "../support/funding.ts"
 import { signPayment, withBrokenSignature } from "../support/x402.ts"
 
 const PRICE = 10_000n
@@ -78,14 +79,14 @@ for (const [name, chainLayer] of chains) {
           const before = { payer: yield* chainDo((c) => c.balanceOf(account.address)), payTo: yield* chainDo((c) => c.balanceOf(c.accounts.payTo.address)) }
           const payload = yield* sign(account)
           expect(yield* verdict(payload)).toMatchObject({ isValid: true })
-          const settled = yield* reserveAndCommit(payload, randomUUID())
+          const settled = yield* reserveAndCommit(payload, newRequestId())
           const receipt = receiptOf(settled.paymentResponse)
           expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer: account.address, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) })
           expect(yield* transfersFrom(account)).toEqual([{ transactionHash: receipt.transaction, value: PRICE }])
           expect(yield* chainDo((c) => c.balanceOf(account.address))).toBe(before.payer - PRICE)
           expect(yield* chainDo((c) => c.balanceOf(chain.accounts.payTo.address))).toBe(before.payTo + PRICE)
           // Replayed for another request: refused before the chain is asked; the chain itself says the nonce is spent.
-          const replay = yield* Effect.flip(reserveAndCommit(payload, randomUUID()))
+          const replay = yield* Effect.flip(reserveAndCommit(payload, newRequestId()))
           expect(replay).toMatchObject({ _tag: "Conflict", error: { code: "authorization_reused" } })
           expect(yield* verdict(payload)).toMatchObject({ isValid: false, invalidReason: "invalid_exact_evm_nonce_already_used" })
           expect(yield* transfersFrom(account)).toHaveLength(1)
@@ -94,7 +95,7 @@ for (const [name, chainLayer] of chains) {
       const refused = (payload: Effect.Effect<PaymentPayload, never, TestChain | X402Funding>, reason: string) =>
         Effect.gen(function* () {
           const signed = yield* payload
-          const { error } = yield* refusal(reserveAndCommit(signed, randomUUID()))
+          const { error } = yield* refusal(reserveAndCommit(signed, newRequestId()))
           expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment", message: expect.stringContaining(`(${reason})`) } })
           const from = getAddress((signed.payload["authorization"] as { from: Hex }).from)
           expect(yield* chainDo((c) => c.transfers(from, c.accounts.payTo.address))).toEqual([])
@@ -137,7 +138,7 @@ for (const [name, chainLayer] of chains) {
         Effect.gen(function* () {
           const account = yield* payer(2)
           const payload = yield* sign(account)
-          const requestId = randomUUID()
+          const requestId = newRequestId()
           yield* chainDo((c) => c.pauseMining())
           const pending = yield* Effect.flip(reserveAndCommit(payload, requestId))
           expect(pending).toMatchObject({

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option, PubSub, Queue, Ref } from "effect"
@@ -10,7 +9,7 @@ import { type FacilitatorMode, startFacilitator, type TestFacilitator } from "./
 import { challenge, decodeChallengeHeader, refusal, X402Test } from "./layer.ts"
 import { header, signPayment } from "../support/x402.ts"
 import { balance, chainDo, payerAddress, reserveAndCommit, retry, signed, transfersFrom } from "./chainSteps.ts"
-import { paymentCredential, unsaved } from "../support/funding.ts"
+import { newRequestId, paymentCredential, unsaved } from "../support/funding.ts"
 
 const PRICE = 10_000n
 
@@ -30,7 +29,7 @@ describe("x402 settlement on the local chain", () => {
         const payload = yield* signed(0)
         const method = yield* x402.identify(paymentCredential(header(payload)))
         expect(method.payer).toEqual({ kind: "x402", id: `wallet:${payer.toLowerCase()}` })
-        const reservation = yield* method.reserve(randomUUID())
+        const reservation = yield* method.reserve(newRequestId())
         const settled = yield* reservation.settle(unsaved)
         const receipt = receiptOf(settled.paymentResponse)
         expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer: getAddress(payer) })
@@ -51,12 +50,12 @@ describe("x402 settlement on the local chain", () => {
         const payer = yield* payerAddress(1)
         const payload = yield* signed(1)
         const method = yield* x402.identify(paymentCredential(header(payload)))
-        const failedAttempt = yield* method.reserve(randomUUID())
+        const failedAttempt = yield* method.reserve(newRequestId())
         yield* failedAttempt.release
         yield* failedAttempt.release
         expect(yield* transfersFrom(payer)).toHaveLength(0)
         // Nothing was served for it, so the same authorization still pays the retry (a new attempt).
-        const retryAttempt = yield* method.reserve(randomUUID())
+        const retryAttempt = yield* method.reserve(newRequestId())
         const settled = yield* retryAttempt.settle(unsaved)
         expect(yield* transfersFrom(payer)).toEqual([{ transactionHash: receiptOf(settled.paymentResponse).transaction, value: PRICE }])
       }))
@@ -67,14 +66,14 @@ describe("x402 settlement on the local chain", () => {
         const payer = yield* payerAddress(2)
         const payload = yield* signed(2)
         const method = yield* x402.identify(paymentCredential(header(payload)))
-        const first = randomUUID()
+        const first = newRequestId()
         const held = yield* method.reserve(first)
         // While the first request holds it …
-        const whileHeld = yield* Effect.flip(method.reserve(randomUUID()))
+        const whileHeld = yield* Effect.flip(method.reserve(newRequestId()))
         expect(whileHeld).toMatchObject({ _tag: "Conflict", error: { code: "authorization_reused" } })
         yield* held.settle(unsaved)
         // … and after it paid.
-        const afterPaid = yield* Effect.flip(method.reserve(randomUUID()))
+        const afterPaid = yield* Effect.flip(method.reserve(newRequestId()))
         expect(afterPaid).toMatchObject({ _tag: "Conflict", error: { code: "authorization_reused" } })
         // The holder itself may reserve again (a retry of the same attempt).
         yield* method.reserve(first)
@@ -85,7 +84,7 @@ describe("x402 settlement on the local chain", () => {
       Effect.gen(function* () {
         const payer = yield* payerAddress(3)
         const payload = yield* signed(3)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* chainDo((c) => c.pauseMining())
         const { error, headers } = yield* refusal(reserveAndCommit(payload, requestId))
         expect(error).toMatchObject({
@@ -114,7 +113,7 @@ describe("x402 settlement on the local chain", () => {
         const payer = yield* payerAddress(0)
         const before = (yield* transfersFrom(payer)).length
         const payload = yield* signed(0)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* chainDo((c) => c.pauseMining())
         const pending = yield* Effect.flip(reserveAndCommit(payload, requestId))
         const tx = (pending as { payment_response: { transaction: `0x${string}` } }).payment_response.transaction
@@ -131,7 +130,7 @@ describe("x402 settlement on the local chain", () => {
       Effect.gen(function* () {
         const payer = yield* payerAddress(0)
         const payload = yield* signed(0)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* chainDo((c) => c.pauseMining())
         yield* Effect.flip(reserveAndCommit(payload, requestId))
         // The transfer is mined only after validBefore: the token refuses it.
@@ -163,7 +162,7 @@ describe("x402 settlement on the local chain", () => {
         const passes = yield* PubSub.subscribe(reconciler.passes)
         const payer = yield* payerAddress(1)
         const payload = yield* signed(1)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* chainDo((c) => c.pauseMining())
         const pending = yield* Effect.flip(reserveAndCommit(payload, requestId))
         expect(pending).toMatchObject({ error: { code: "payment_pending" } })
@@ -200,7 +199,7 @@ describe("x402 settlement on the local chain", () => {
       Effect.gen(function* () {
         const payer = yield* payerAddress(0)
         const before = yield* balance(payer)
-        const settled = yield* reserveAndCommit(yield* signed(0), randomUUID())
+        const settled = yield* reserveAndCommit(yield* signed(0), newRequestId())
         const receipt = receiptOf(settled.paymentResponse)
         expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer: getAddress(payer) })
         expect(yield* transfersFrom(payer)).toEqual([{ transactionHash: receipt.transaction, value: PRICE }])
@@ -211,7 +210,7 @@ describe("x402 settlement on the local chain", () => {
       Effect.gen(function* () {
         const payer = yield* payerAddress(1)
         const payload = yield* signed(1)
-        const requestId = randomUUID()
+        const requestId = newRequestId()
         yield* chainDo((c) => c.pauseMining())
         const pending = yield* Effect.flip(reserveAndCommit(payload, requestId))
         expect(pending).toMatchObject({ _tag: "ServiceUnavailable", error: { code: "payment_pending" } })
@@ -231,7 +230,7 @@ describe("x402 settlement on the local chain", () => {
         Effect.gen(function* () {
           const payer = yield* payerAddress(i)
           const payload = yield* signed(i)
-          const requestId = randomUUID()
+          const requestId = newRequestId()
           yield* chainDo((c) => c.pauseMining())
           yield* facilitatorMode(mode)
           const pending = yield* Effect.flip(reserveAndCommit(payload, requestId)).pipe(Effect.ensuring(facilitatorMode("normal")))
@@ -252,7 +251,7 @@ describe("x402 settlement on the local chain", () => {
         const payload = yield* Effect.promise(() => signPayment(chain.accounts.pauper, terms))
         const x402 = yield* X402Funding
         const method = yield* x402.identify(paymentCredential(header(payload)))
-        const error = yield* Effect.flip(method.reserve(randomUUID()))
+        const error = yield* Effect.flip(method.reserve(newRequestId()))
         expect(error).toMatchObject({ _tag: "PaymentRequired", error: { code: "invalid_payment" } })
         expect((error as { error: { message: string } }).error.message).toMatch(/insufficient_balance/)
       }))

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
@@ -8,7 +7,7 @@ import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { TestChain } from "../support/memoryChain.ts"
 import { challenge, decodeChallengeHeader, refusal, X402MemoryTest } from "./layer.ts"
 import { authorizationOf, header, PUBLIC_BASE_URL, signPayment, withBrokenSignature } from "../support/x402.ts"
-import { paymentCredential } from "../support/funding.ts"
+import { newRequestId, paymentCredential } from "../support/funding.ts"
 
 /** Signs with `account` for the current challenge, the terms altered by `alter`. */
 const sign = (account: (chain: TestChain["Type"]) => PrivateKeyAccount, alter?: (r: PaymentRequirements) => PaymentRequirements) =>
@@ -26,7 +25,7 @@ const attempt = (payload: PaymentPayload | string) =>
     const chain = yield* TestChain
     const x402 = yield* X402Funding
     const value = typeof payload === "string" ? payload : header(payload)
-    const { error, headers } = yield* refusal(Effect.flatMap(x402.identify(paymentCredential(value)), (m) => m.reserve(randomUUID())))
+    const { error, headers } = yield* refusal(Effect.flatMap(x402.identify(paymentCredential(value)), (m) => m.reserve(newRequestId())))
     const transfers = yield* Effect.promise(() => chain.transfers(chain.accounts.payers[0]!.address, chain.accounts.payTo.address))
     return { error: error as { _tag: string; error: { code: string; message: string }; payment_required?: { accepts: ReadonlyArray<unknown> } }, headers, transfers }
   })
@@ -154,7 +153,7 @@ describe("x402 verification before any work", () => {
         const { nonce, from } = authorizationOf(good)
         expect(yield* Effect.promise(() => chain.authorizationUsed(from, nonce))).toBe(false)
         const method = yield* x402.identify(paymentCredential(header(good)))
-        const reservation = yield* method.reserve(randomUUID())
+        const reservation = yield* method.reserve(newRequestId())
         yield* reservation.release
       }))
   })
