@@ -1,7 +1,10 @@
 /** What each admin procedure does, in SQL over the shared tables; never reads or returns a key, signature or result text. */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { Clock, DateTime, Effect } from "effect"
+import { Clock, DateTime, Effect, Schema } from "effect"
 import { PACK_CREDITS } from "../credits/Ledger.ts"
+import { rowsOf } from "../db/rows.ts"
+import { KeyFingerprint, PayerId, RequestId } from "../domain/ids.ts"
+import { FundingKind } from "../domain/payer.ts"
 import { X402Reconciler } from "../x402/Reconciler.ts"
 import { AdminFailure, AdminRpcs, type Counters, FINGERPRINT_PREFIX_LENGTH, type PausedKey, type PendingSettlement, type RequestSummary } from "./AdminRpc.ts"
 
@@ -9,7 +12,60 @@ const DAY_MS = 24 * 60 * 60 * 1000
 
 const prefixOf = (fingerprint: string) => fingerprint.slice(0, FINGERPRINT_PREFIX_LENGTH)
 const utc = (date: Date) => DateTime.unsafeFromDate(date)
-const count = (value: string | number | bigint | null | undefined) => Number(value ?? 0)
+const count = (value: number | undefined) => value ?? 0
+
+const pausedKeys = rowsOf(
+  Schema.Struct({
+    fingerprint: KeyFingerprint,
+    available: Schema.Number,
+    reserved: Schema.Number,
+    blocked_reason: Schema.NullOr(Schema.String),
+    updated_at: Schema.DateFromSelf,
+    reversed: Schema.NullOr(Schema.String)
+  })
+)
+const fingerprints = rowsOf(Schema.Struct({ fingerprint: KeyFingerprint }))
+const balances = rowsOf(Schema.Struct({ available: Schema.Number }))
+const pendingSettlements = rowsOf(
+  Schema.Struct({
+    request_id: RequestId,
+    payer: Schema.String,
+    amount: Schema.String,
+    asset: Schema.String,
+    network: Schema.String,
+    state: Schema.String,
+    tx_hash: Schema.NullOr(Schema.String),
+    attempts: Schema.Number,
+    valid_before: Schema.NumberFromString,
+    created_at: Schema.DateFromSelf,
+    updated_at: Schema.DateFromSelf
+  })
+)
+const requestSummaries = rowsOf(
+  Schema.Struct({
+    request_id: RequestId,
+    status: Schema.Literal("running", "paid", "failed", "payment_pending"),
+    funding: FundingKind,
+    payer: PayerId,
+    created_at: Schema.DateFromSelf,
+    completed_at: Schema.NullOr(Schema.DateFromSelf),
+    failure_code: Schema.NullOr(Schema.String),
+    result_stored: Schema.Boolean,
+    payment_state: Schema.NullOr(Schema.String),
+    tx_hash: Schema.NullOr(Schema.String)
+  })
+)
+/** count(*) is int8: it arrives as a string. */
+const statusCounts = rowsOf(Schema.Struct({ status: Schema.String, n: Schema.NumberFromString }))
+const creditCounts = rowsOf(
+  Schema.Struct({
+    granted_day: Schema.NumberFromString,
+    consumed_day: Schema.NumberFromString,
+    granted_all: Schema.NumberFromString,
+    consumed_all: Schema.NumberFromString
+  })
+)
+const settledCounts = rowsOf(Schema.Struct({ day: Schema.NumberFromString, total: Schema.NumberFromString }))
 
 /** A database fault reaches the operator as a code, not as a defect with internals. */
 const storage = <A, R>(effect: Effect.Effect<A, SqlError.SqlError | AdminFailure, R>) =>
@@ -31,18 +87,11 @@ export const AdminHandlersLive = AdminRpcs.toLayer(
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
     const listPausedKeys = Effect.gen(function* () {
-      const rows = yield* sql<{
-        fingerprint: string
-        available: number
-        reserved: number
-        blocked_reason: string | null
-        updated_at: Date
-        reversed: string | null
-      }>`
+      const rows = yield* pausedKeys(sql`
         SELECT a.fingerprint, a.available, a.reserved, a.blocked_reason, a.updated_at,
           (SELECT string_agg(o.order_id::text, ',' ORDER BY o.updated_at) FROM credit_orders o
            WHERE o.fingerprint = a.fingerprint AND o.state = 'reversed') AS reversed
-        FROM credit_accounts a WHERE a.blocked ORDER BY a.updated_at DESC`
+        FROM credit_accounts a WHERE a.blocked ORDER BY a.updated_at DESC`)
       return rows.map(
         (r): PausedKey => ({
           fingerprint_prefix: prefixOf(r.fingerprint),
@@ -58,45 +107,33 @@ export const AdminHandlersLive = AdminRpcs.toLayer(
     /** Lifts the pause only; the balance stays as the ledger has it (possibly below zero). */
     const unblockKey = (fingerprint: string) =>
       Effect.gen(function* () {
-        const matches = yield* sql<{ fingerprint: string }>`
-          SELECT fingerprint FROM credit_accounts WHERE starts_with(fingerprint, ${fingerprint}) LIMIT 2`
+        const matches = yield* fingerprints(sql`
+          SELECT fingerprint FROM credit_accounts WHERE starts_with(fingerprint, ${fingerprint}) LIMIT 2`)
         const match = matches[0]
         if (match === undefined) return yield* new AdminFailure({ code: "not_found", message: "no key has this fingerprint" })
         if (matches.length > 1) {
           return yield* new AdminFailure({ code: "ambiguous_fingerprint", message: "more than one key starts with this prefix; give more characters" })
         }
         const at = yield* now
-        const updated = yield* sql<{ available: number }>`
+        const updated = yield* balances(sql`
           UPDATE credit_accounts SET blocked = false, blocked_reason = NULL, updated_at = ${at}
           WHERE fingerprint = ${match.fingerprint} AND blocked
-          RETURNING available`
+          RETURNING available`)
         const row = updated[0]
         if (row !== undefined) {
           yield* Effect.logInfo("credit key unblocked by an operator", { fingerprint_prefix: prefixOf(match.fingerprint) })
           return { fingerprint_prefix: prefixOf(match.fingerprint), available: row.available, was_blocked: true }
         }
-        const current = yield* sql<{ available: number }>`SELECT available FROM credit_accounts WHERE fingerprint = ${match.fingerprint}`
+        const current = yield* balances(sql`SELECT available FROM credit_accounts WHERE fingerprint = ${match.fingerprint}`)
         return { fingerprint_prefix: prefixOf(match.fingerprint), available: current[0]?.available ?? 0, was_blocked: false }
       })
 
     const listPendingSettlements = Effect.gen(function* () {
-      const rows = yield* sql<{
-        request_id: string
-        payer: string
-        amount: string
-        asset: string
-        network: string
-        state: string
-        tx_hash: string | null
-        attempts: number
-        valid_before: string | number
-        created_at: Date
-        updated_at: Date
-      }>`
+      const rows = yield* pendingSettlements(sql`
         SELECT r.request_id, p.payer, p.amount, p.asset, p.network, p.state, p.tx_hash, p.attempts, p.valid_before,
           r.created_at, p.updated_at
         FROM analysis_requests r JOIN x402_payments p USING (request_id)
-        WHERE r.status = 'payment_pending' ORDER BY r.created_at`
+        WHERE r.status = 'payment_pending' ORDER BY r.created_at`)
       return rows.map(
         (r): PendingSettlement => ({
           request_id: r.request_id,
@@ -107,7 +144,7 @@ export const AdminHandlersLive = AdminRpcs.toLayer(
           payment_state: r.state,
           tx_hash: r.tx_hash,
           attempts: r.attempts,
-          valid_until: utc(new Date(Number(r.valid_before) * 1000)),
+          valid_until: utc(new Date(r.valid_before * 1000)),
           created_at: utc(r.created_at),
           updated_at: utc(r.updated_at)
         })
@@ -121,24 +158,13 @@ export const AdminHandlersLive = AdminRpcs.toLayer(
       still_pending: pass.pending
     }))
 
-    const lookupRequest = (requestId: string) =>
+    const lookupRequest = (requestId: RequestId) =>
       Effect.gen(function* () {
-        const rows = yield* sql<{
-          request_id: string
-          status: RequestSummary["status"]
-          funding: RequestSummary["payer_kind"]
-          payer: string
-          created_at: Date
-          completed_at: Date | null
-          failure_code: string | null
-          result_stored: boolean
-          payment_state: string | null
-          tx_hash: string | null
-        }>`
+        const rows = yield* requestSummaries(sql`
           SELECT r.request_id, r.status, r.funding, r.payer, r.created_at, r.completed_at, r.failure_code,
             (r.result IS NOT NULL) AS result_stored, p.state AS payment_state, p.tx_hash
           FROM analysis_requests r LEFT JOIN x402_payments p USING (request_id)
-          WHERE r.request_id = ${requestId}`
+          WHERE r.request_id = ${requestId}`)
         const r = rows[0]
         if (r === undefined) return yield* new AdminFailure({ code: "not_found", message: "no analysis request has this request_id" })
         return {
@@ -157,18 +183,18 @@ export const AdminHandlersLive = AdminRpcs.toLayer(
     const counters = Effect.gen(function* () {
       const at = yield* now
       const since = new Date(at.getTime() - DAY_MS)
-      const byStatus = yield* sql<{ status: string; n: string }>`
-        SELECT status, count(*) AS n FROM analysis_requests WHERE created_at > ${since} GROUP BY status`
-      const credits = yield* sql<{ granted_day: string; consumed_day: string; granted_all: string; consumed_all: string }>`
+      const byStatus = yield* statusCounts(sql`
+        SELECT status, count(*) AS n FROM analysis_requests WHERE created_at > ${since} GROUP BY status`)
+      const credits = yield* creditCounts(sql`
         SELECT
           count(*) FILTER (WHERE kind = 'grant' AND created_at > ${since}) AS granted_day,
           count(*) FILTER (WHERE kind = 'consume' AND created_at > ${since}) AS consumed_day,
           count(*) FILTER (WHERE kind = 'grant') AS granted_all,
           count(*) FILTER (WHERE kind = 'consume') AS consumed_all
-        FROM credit_entries WHERE kind IN ('grant', 'consume')`
-      const settled = yield* sql<{ day: string; total: string }>`
+        FROM credit_entries WHERE kind IN ('grant', 'consume')`)
+      const settled = yield* settledCounts(sql`
         SELECT count(*) FILTER (WHERE updated_at > ${since}) AS day, count(*) AS total
-        FROM x402_payments WHERE state = 'settled'`
+        FROM x402_payments WHERE state = 'settled'`)
       const statusCount = (status: string) => count(byStatus.find((row) => row.status === status)?.n)
       return {
         since: utc(since),
@@ -193,7 +219,7 @@ export const AdminHandlersLive = AdminRpcs.toLayer(
       UnblockKey: ({ fingerprint }) => storage(unblockKey(fingerprint)),
       ListPendingSettlements: () => storage(listPendingSettlements),
       ReconcileNow: () => reconcileNow,
-      LookupRequest: ({ request_id }) => storage(lookupRequest(request_id)),
+      LookupRequest: ({ request_id }) => storage(lookupRequest(RequestId.make(request_id))),
       Counters: () => storage(counters)
     }
   })

@@ -1,7 +1,8 @@
 /** Capacity limit of the credit endpoints (429 capacity_limited): per-key and service-wide requests per minute, counted in PostgreSQL. */
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { AppConfig } from "../config.ts"
+import { rowsOf } from "../db/rows.ts"
 import { TooManyRequests } from "../domain/errors.ts"
 import { fixedWindowStart, MINUTE_MS } from "./window.ts"
 
@@ -9,6 +10,9 @@ export interface CapacitySettings {
   readonly perKeyPerMinute: number
   readonly globalPerMinute: number
 }
+
+/** A window's count after this request, returned only when the request fit in it. */
+const counted = rowsOf(Schema.Struct({ requests: Schema.Number }))
 
 export class CreditCapacity extends Context.Tag("morsel/CreditCapacity")<
   CreditCapacity,
@@ -37,11 +41,11 @@ export class CreditCapacity extends Context.Tag("morsel/CreditCapacity")<
         /** True when the request fits in `scope`'s window (and was counted), false when the window is full. */
         const count = (scope: string, window: Date, limit: number) =>
           Effect.map(
-            sql<{ requests: number }>`
+            counted(sql`
               INSERT INTO capacity_counters (scope, window_start, requests) VALUES (${scope}, ${window}, 1)
               ON CONFLICT (scope, window_start) DO UPDATE SET requests = capacity_counters.requests + 1
               WHERE capacity_counters.requests < ${limit}
-              RETURNING requests`,
+              RETURNING requests`),
             (rows) => rows[0]?.requests
           )
 

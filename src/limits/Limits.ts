@@ -1,8 +1,10 @@
 /** Admission control for new analyses: rolling windows and concurrency leases kept in PostgreSQL for every instance. */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { Clock, Context, Effect, Layer } from "effect"
-import type { Payer } from "../domain/payer.ts"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { AppConfig, type Limits as LimitSettings } from "../config.ts"
+import { rowsOf } from "../db/rows.ts"
+import type { RequestId } from "../domain/ids.ts"
+import type { Payer } from "../domain/payer.ts"
 import { ServiceUnavailable, TooManyRequests } from "../domain/errors.ts"
 import { attemptLeaseMs } from "./lease.ts"
 import { DAY_MS, HOUR_MS, rollingWindowStart } from "./window.ts"
@@ -19,7 +21,7 @@ export class Limits extends Context.Tag("morsel/Limits")<
      * Admit one new analysis for `payer`, or refuse with 429 (its `retryAfterSeconds` becomes the caller's
      * Retry-After). Storage trouble is a 503: without the shared counts no instance can tell whether it may start.
      */
-    readonly admit: (payer: Payer, requestId: string) => Effect.Effect<Admission, TooManyRequests | ServiceUnavailable>
+    readonly admit: (payer: Payer, requestId: RequestId) => Effect.Effect<Admission, TooManyRequests | ServiceUnavailable>
     /**
      * Read-only look for a request that carries no funding yet: would an x402-paid analysis be admitted now
      * (service-wide windows and concurrency, the x402 share)? Lets the 402 challenge wait until it can be used.
@@ -90,6 +92,9 @@ const limitNames: ReadonlyArray<string> = [
 ] satisfies ReadonlyArray<LimitName>
 const isLimitName = (s: string): s is LimitName => limitNames.includes(s)
 
+/** What `limit_admission` answers: NULL when admitted, else the name of the limit reached. */
+const decisions = rowsOf(Schema.Struct({ reached: Schema.NullOr(Schema.String) }))
+
 const storageUnavailable = (error: SqlError.SqlError) =>
   Effect.logError("limits storage failure", error).pipe(
     Effect.zipRight(
@@ -116,24 +121,24 @@ export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlCli
     const leaseMs = attemptLeaseMs(settings)
 
     /** The limit that refuses this analysis now, if any; inserts its admission when `admit` and none does. */
-    const decide = (requestId: string | null, payer: Payer | undefined, admit: boolean) =>
+    const decide = (requestId: RequestId | null, payer: Payer | undefined, admit: boolean) =>
       Effect.gen(function* () {
         const nowMs = yield* Clock.currentTimeMillis
-        const rows = yield* sql<{ reached: string | null }>`
+        const rows = yield* decisions(sql`
           SELECT limit_admission(
             ${requestId}::uuid, ${payer?.id ?? null}::text, ${payer?.kind ?? "x402"}::text, ${admit}::boolean,
             ${new Date(nowMs)}::timestamptz, ${new Date(rollingWindowStart(HOUR_MS, nowMs))}::timestamptz,
             ${new Date(rollingWindowStart(DAY_MS, nowMs))}::timestamptz, ${new Date(nowMs + leaseMs)}::timestamptz,
             ${limits.globalPerDay}::int, ${limits.globalPerHour}::int, ${limits.payerPerDay}::int, ${limits.concurrent}::int,
             ${limits.x402PerDay}::int, ${limits.x402PerHour}::int, ${limits.x402Concurrent}::int, ${limits.failuresPerDay}::int
-          ) AS reached`.pipe(Effect.catchTag("SqlError", storageUnavailable))
+          ) AS reached`).pipe(Effect.catchTag("SqlError", storageUnavailable))
         const reached = rows[0]?.reached ?? null
         if (reached === null) return undefined
         if (!isLimitName(reached)) return yield* Effect.dieMessage(`limit_admission answered an unknown limit: ${reached}`)
         return refusalFor(limits, reached)
       })
 
-    const release = (requestId: string) =>
+    const release = (requestId: RequestId) =>
       Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
         sql`UPDATE limit_admissions SET released_at = ${new Date(nowMs)} WHERE request_id = ${requestId} AND released_at IS NULL`
       ).pipe(
@@ -143,7 +148,7 @@ export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlCli
         Effect.uninterruptible
       )
 
-    const admit = (payer: Payer, requestId: string) =>
+    const admit = (payer: Payer, requestId: RequestId) =>
       Effect.gen(function* () {
         // This instance's own admissions and releases show in its next challenge at once.
         yield* forgetPeek
