@@ -11,3 +11,6 @@ export const rowsOf = <A, I>(row: Schema.Schema<A, I>) => {
   return <E, R>(query: Effect.Effect<ReadonlyArray<unknown>, E, R>): Effect.Effect<ReadonlyArray<A>, E, R> =>
     Effect.flatMap(query, (rows) => Effect.orDie(decode(rows)))
 }
+
+/** The answer of `SELECT count(*)::int AS n …` (cast to int4, so a number). */
+export const countRows = rowsOf(Schema.Struct({ n: Schema.Number }))

@@ -1,25 +1,31 @@
 /** SQL for food records: batched upserts by (source, source_id), stale-record removal, index loading and the live-API cache. */
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect } from "effect"
-import type { FoodRecord, FoodSource } from "./records.ts"
+import { Clock, Effect, Schema } from "effect"
+import { countRows, rowsOf } from "../db/rows.ts"
+import { type FoodRecord, FoodSource } from "./records.ts"
 
 /** Rows per statement and per transaction; keeps every statement far below PostgreSQL's 65,535 parameters. */
 export const BATCH_SIZE = 500
 
-interface FoodRow {
-  readonly source: FoodSource
-  readonly source_id: string
-  readonly data_type: string
-  readonly description: string
-  readonly food_group: string | null
-  readonly common_names: string | null
-  readonly manufacturer: string | null
-  readonly surveyed: boolean
-  readonly kcal: number
-  readonly protein_g: number
-  readonly carbs_g: number
-  readonly fat_g: number
-}
+const FoodRow = Schema.Struct({
+  source: FoodSource,
+  source_id: Schema.String,
+  data_type: Schema.String,
+  description: Schema.String,
+  food_group: Schema.NullOr(Schema.String),
+  common_names: Schema.NullOr(Schema.String),
+  manufacturer: Schema.NullOr(Schema.String),
+  surveyed: Schema.Boolean,
+  kcal: Schema.Number,
+  protein_g: Schema.Number,
+  carbs_g: Schema.Number,
+  fat_g: Schema.Number
+})
+type FoodRow = typeof FoodRow.Type
+const foodRows = rowsOf(FoodRow)
+const importIds = rowsOf(Schema.Struct({ import_id: Schema.String }))
+const sourceCounts = rowsOf(Schema.Struct({ source: FoodSource, foods: Schema.Number, portions: Schema.Number }))
+const searches = rowsOf(Schema.Struct({ fdc_ids: Schema.String }))
 
 const toRow = (record: FoodRecord, importId: string, at: Date) => ({
   source: record.source,
@@ -47,7 +53,7 @@ const fromRow = (row: FoodRow): FoodRecord => ({
   commonNames: row.common_names,
   manufacturer: row.manufacturer,
   surveyed: row.surveyed,
-  per100g: { kcal: Number(row.kcal), protein_g: Number(row.protein_g), carbs_g: Number(row.carbs_g), fat_g: Number(row.fat_g) },
+  per100g: { kcal: row.kcal, protein_g: row.protein_g, carbs_g: row.carbs_g, fat_g: row.fat_g },
   portions: []
 })
 
@@ -85,11 +91,11 @@ export const upsertBatch = (records: ReadonlyArray<FoodRecord>, importId: string
 export const removeStale = (source: FoodSource, dataTypes: ReadonlyArray<string>, importId: string) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ n: number }>`
+    const rows = yield* countRows(sql`
       WITH gone AS (
         DELETE FROM foods WHERE source = ${source} AND data_type IN ${sql.in(dataTypes)} AND import_id <> ${importId}
         RETURNING 1
-      ) SELECT count(*)::int AS n FROM gone`
+      ) SELECT count(*)::int AS n FROM gone`)
     return rows[0]?.n ?? 0
   })
 
@@ -103,7 +109,7 @@ export const recordImport = (importId: string, path: string, foods: number, port
 /** The newest finished import, to notice that another process changed the records. */
 export const latestImport = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ import_id: string }>`SELECT import_id FROM food_imports ORDER BY finished_at DESC, import_id DESC LIMIT 1`
+  const rows = yield* importIds(sql`SELECT import_id FROM food_imports ORDER BY finished_at DESC, import_id DESC LIMIT 1`)
   return rows[0]?.import_id
 })
 
@@ -111,18 +117,18 @@ export const latestImport = Effect.gen(function* () {
 export const loadRecords = (sources: ReadonlyArray<FoodSource> = ["sr28", "fdc"]) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<FoodRow>`
+    const rows = yield* foodRows(sql`
       SELECT source, source_id, data_type, description, food_group, common_names, manufacturer, surveyed, kcal, protein_g, carbs_g, fat_g
-      FROM foods WHERE source IN ${sql.in(sources)} ORDER BY source, source_id`
+      FROM foods WHERE source IN ${sql.in(sources)} ORDER BY source, source_id`)
     return rows.map(fromRow)
   })
 
 export const countFoods = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ source: FoodSource; foods: number; portions: number }>`
+  const rows = yield* sourceCounts(sql`
     SELECT f.source, count(DISTINCT f.source_id)::int AS foods, count(p.seq)::int AS portions
     FROM foods f LEFT JOIN food_portions p ON p.source = f.source AND p.source_id = f.source_id
-    GROUP BY f.source ORDER BY f.source`
+    GROUP BY f.source ORDER BY f.source`)
   return rows
 })
 
@@ -131,14 +137,14 @@ export const countFoods = Effect.gen(function* () {
 export const cachedSearch = (query: string) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const hits = yield* sql<{ fdc_ids: string }>`SELECT fdc_ids FROM fdc_api_searches WHERE query = ${query}`
+    const hits = yield* searches(sql`SELECT fdc_ids FROM fdc_api_searches WHERE query = ${query}`)
     const hit = hits[0]
     if (hit === undefined) return undefined
     const ids = hit.fdc_ids.split(",").filter((id) => id !== "")
     if (ids.length === 0) return [] as ReadonlyArray<FoodRecord>
-    const rows = yield* sql<FoodRow>`
+    const rows = yield* foodRows(sql`
       SELECT source, source_id, data_type, description, food_group, common_names, manufacturer, surveyed, kcal, protein_g, carbs_g, fat_g
-      FROM foods WHERE source = 'fdc_api' AND source_id IN ${sql.in(ids)}`
+      FROM foods WHERE source = 'fdc_api' AND source_id IN ${sql.in(ids)}`)
     return rows.map(fromRow)
   })
 

@@ -2,6 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import { Console, Effect, Option, Redacted } from "effect"
 import type { Settings } from "../config.ts"
+import { countRows } from "../db/rows.ts"
 
 export interface Part {
   readonly name: string
@@ -71,7 +72,7 @@ export const bannerText = (facts: StartFacts): string => {
 }
 
 const foodCount = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM foods`.pipe(Effect.map((rows) => rows[0]?.n ?? 0))
+  countRows(sql`SELECT count(*)::int AS n FROM foods`).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
 ).pipe(Effect.orElseSucceed(() => 0))
 
 /** Says how the service started: text on stdout for a person (LOG_FORMAT=pretty), else one JSON log line. */

@@ -3,6 +3,7 @@ import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/
 import { SqlClient } from "@effect/sql"
 import { Cause, Effect, Exit, Layer, Metric, MetricBoundaries, MetricLabel, type MetricPair, MetricState, Option } from "effect"
 import { AppConfig } from "../config.ts"
+import { countRows } from "../db/rows.ts"
 
 const counter = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
 
@@ -117,7 +118,7 @@ const CountRequests = HttpLayerRouter.middleware(
 )
 
 const pendingPayments = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM x402_payments WHERE state = 'submitted'`.pipe(
+  countRows(sql`SELECT count(*)::int AS n FROM x402_payments WHERE state = 'submitted'`).pipe(
     Effect.map((rows) => rows[0]?.n ?? 0)
   )
 )
