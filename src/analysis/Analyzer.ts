@@ -3,13 +3,14 @@ import { Clock, Context, Data, Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.ts"
 import type { ImageMime } from "../domain/image.ts"
 import { AnalysisFailed, AnalysisTimeout, NoFoodDetected, ServiceUnavailable } from "../domain/errors.ts"
+import type { RequestId } from "../domain/ids.ts"
 import type { AnalysisResult, ResultItem } from "../domain/schemas.ts"
 import { FoodDb } from "../foods/FoodDb.ts"
 import { countsTowardFailureLimit, VisionModel } from "./VisionModel.ts"
 import { allocateGrams, nutritionFor, roundGrams, roundNutrition, sumGrams, sumNutrition } from "./portions.ts"
 
 export interface AnalysisInput {
-  readonly requestId: string
+  readonly requestId: RequestId
   readonly image: Uint8Array
   readonly mime: ImageMime
   readonly language: "en" | "lt"
