@@ -4,6 +4,7 @@ import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import type { Hex } from "viem"
 import { rowsOf } from "../db/rows.ts"
 import { RequestId } from "../domain/ids.ts"
+import { HexString } from "./protocol.ts"
 
 const PaymentState = Schema.Literal("claimed", "submitted", "settled", "failed")
 export type PaymentState = typeof PaymentState.Type
@@ -52,14 +53,14 @@ const Row = Schema.Struct({
   network: Schema.String,
   pay_to: Schema.String,
   amount: Schema.String,
-  auth_nonce: Schema.String,
-  authorization_digest: Schema.String,
+  auth_nonce: HexString,
+  authorization_digest: HexString,
   valid_before: Schema.BigInt,
   state: PaymentState,
   settled_by: Schema.NullOr(Schema.Literal("self", "facilitator")),
-  tx_hash: Schema.NullOr(Schema.String),
+  tx_hash: Schema.NullOr(HexString),
   from_block: Schema.BigInt,
-  raw_transaction: Schema.NullOr(Schema.String),
+  raw_transaction: Schema.NullOr(HexString),
   payment_payload: Schema.NullOr(Schema.String),
   payment_response: Schema.NullOr(Schema.String),
   failure_reason: Schema.NullOr(Schema.String),
@@ -70,8 +71,6 @@ type Row = typeof Row.Type
 const paymentRows = rowsOf(Row)
 const requestIds = rowsOf(Schema.Struct({ request_id: RequestId }))
 
-const hex = (s: string) => s as Hex
-
 const toRecord = (r: Row): PaymentRecord => ({
   requestId: r.request_id,
   payer: r.payer,
@@ -79,14 +78,14 @@ const toRecord = (r: Row): PaymentRecord => ({
   network: r.network,
   payTo: r.pay_to,
   amount: r.amount,
-  nonce: hex(r.auth_nonce),
-  digest: hex(r.authorization_digest),
+  nonce: r.auth_nonce,
+  digest: r.authorization_digest,
   validBefore: r.valid_before,
   state: r.state,
   settledBy: Option.fromNullable(r.settled_by),
-  txHash: Option.fromNullable(r.tx_hash).pipe(Option.map(hex)),
+  txHash: Option.fromNullable(r.tx_hash),
   fromBlock: r.from_block,
-  rawTransaction: Option.fromNullable(r.raw_transaction).pipe(Option.map(hex)),
+  rawTransaction: Option.fromNullable(r.raw_transaction),
   paymentPayload: Option.fromNullable(r.payment_payload),
   paymentResponse: Option.fromNullable(r.payment_response),
   failureReason: Option.fromNullable(r.failure_reason),

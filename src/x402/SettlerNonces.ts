@@ -6,6 +6,7 @@ import { rowsOf } from "../db/rows.ts"
 import type { RequestId } from "../domain/ids.ts"
 import { Ids } from "../ids.ts"
 import { ChainUnavailable, EvmChain } from "./EvmChain.ts"
+import { HexString } from "./protocol.ts"
 
 /** Another holder kept the settler's lease for longer than a submission may wait. */
 export class SettlerBusy extends Data.TaggedError("SettlerBusy")<{ readonly settler: string }> {
@@ -42,7 +43,7 @@ const SCAN = 64
 const recordedRows = rowsOf(
   Schema.Struct({
     nonce: Schema.NumberFromString,
-    tx_hash: Schema.TemplateLiteral("0x", Schema.String)
+    tx_hash: HexString
   })
 )
 

@@ -11,7 +11,7 @@ import { bazaarResourceServerExtension, declareDiscoveryExtension } from "@x402/
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http"
 import { parsePaymentPayload } from "@x402/core/schemas"
 import { HttpApp, HttpServerResponse } from "@effect/platform"
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { type Address, getAddress, type Hex, hashTypedData, isAddress, isHex, recoverTypedDataAddress } from "viem"
 import { PaymentRequired } from "../domain/errors.ts"
 import { AnalyzeRequest, analysisResultExample, analyzeRequestExample, jsonSchemaOf } from "../domain/schemas.ts"
@@ -30,6 +30,9 @@ export const ANALYZE_PATH = "/v1/analyze"
 export const HEADER_PAYMENT_REQUIRED = "PAYMENT-REQUIRED"
 export const HEADER_PAYMENT_SIGNATURE = "PAYMENT-SIGNATURE"
 export const HEADER_PAYMENT_RESPONSE = "PAYMENT-RESPONSE"
+
+/** A hash, nonce or signed transaction as viem types it (`0x…`), when read back from storage. */
+export const HexString = Schema.TemplateLiteral("0x", Schema.String)
 
 export interface Terms {
   readonly payTo: Address
