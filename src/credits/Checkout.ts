@@ -2,9 +2,10 @@
  * Checkout orders: hosted checkout creation, order states of SPEC §3.2, and the one fulfilment function that
  * the webhook, checkout-status and POST /v1/credits/confirm all go through.
  */
-import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Option, Schema } from "effect"
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
+import type { Conflict, NotFound, ServiceUnavailable } from "../domain/errors.ts"
 import type { OrderState } from "../domain/schemas.ts"
 import {
   orderConflict,
@@ -16,7 +17,7 @@ import {
 } from "./failures.ts"
 import { sameFingerprint } from "./keys.ts"
 import { isUniqueViolation, Ledger, type ReversalCause } from "./Ledger.ts"
-import { type CardProcessor, Processor, type ProcessorSession } from "./Processor.ts"
+import { type CardProcessor, Processor, type ProcessorError, type ProcessorSession } from "./Processor.ts"
 import { buildSessionParams, PACK_AMOUNT_CENTS, PACK_CURRENCY, SessionParams } from "./sessionParams.ts"
 
 /** Stripe refuses `expires_at` less than 30 minutes ahead; past this margin a lost create is not retried. */
@@ -70,10 +71,48 @@ export type FulfilOutcome =
   | "not_owner"
   | "mismatch"
 
+/** A refund or dispute report of one payment, as a webhook delivers it. */
+export interface ReversalReport {
+  readonly paymentIntentId: string | null
+  readonly metadata: Readonly<Record<string, string>>
+  readonly causes: ReadonlyArray<ReversalCause>
+  readonly eventId: string
+}
+
+export class Checkout extends Context.Tag("morsel/credits/Checkout")<
+  Checkout,
+  {
+    /** POST /v1/credits/checkout: a new order, a retry of one (same session), or a completed order's state. */
+    readonly checkout: (
+      fingerprint: string,
+      orderId: string,
+      context: Option.Option<OrderContext>
+    ) => Effect.Effect<CheckoutResult, Conflict | ServiceUnavailable>
+    /** POST /v1/credits/checkout-status: never creates or expires a checkout. */
+    readonly status: (fingerprint: string, orderId: string) => Effect.Effect<OrderView, NotFound | ServiceUnavailable>
+    /** POST /v1/credits/confirm: only a verified paid session of this key's order grants. */
+    readonly confirm: (fingerprint: string, sessionId: string) => Effect.Effect<"granted" | "already_granted", Conflict | ServiceUnavailable>
+    /** Retrieves the session from the processor, finds its order, checks ownership when a key asks, and grants once. */
+    readonly fulfilSession: (
+      sessionId: string,
+      owner: Option.Option<string>
+    ) => Effect.Effect<FulfilOutcome, ServiceUnavailable | ProcessorError | SqlError.SqlError>
+    /** Records refunds or disputes of one payment and reverses or restores its order accordingly. */
+    readonly applyReversalCauses: (
+      report: ReversalReport
+    ) => Effect.Effect<"reversed" | "restored" | "unchanged" | "unknown_order", ProcessorError | SqlError.SqlError>
+    /** Marks a pending order expired when its session expired or its delayed payment failed; false for no order. */
+    readonly sessionEnded: (sessionId: string, orderId: string | null) => Effect.Effect<boolean, SqlError.SqlError>
+    /** Remembers the session of an order (a completed checkout still awaiting its delayed payment). */
+    readonly rememberSession: (orderId: string, sessionId: string) => Effect.Effect<void, SqlError.SqlError>
+  }
+>() {}
+
 const seconds = (ms: number) => Math.floor(ms / 1000)
 
-export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkout", {
-  effect: Effect.gen(function* () {
+export const CheckoutLive = Layer.effect(
+  Checkout,
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const ledger = yield* Ledger
     const processor = yield* Processor
@@ -386,12 +425,7 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
      * Refunds or disputes of one payment: finds the order through metadata or the payment intent, records each
      * cause, and reverses or restores the order accordingly (see Ledger.applyCause).
      */
-    const applyReversalCauses = (input: {
-      readonly paymentIntentId: string | null
-      readonly metadata: Readonly<Record<string, string>>
-      readonly causes: ReadonlyArray<ReversalCause>
-      readonly eventId: string
-    }) =>
+    const applyReversalCauses = (input: ReversalReport) =>
       Effect.gen(function* () {
         let order = Option.none<OrderRow>()
         const metaOrder = input.metadata["order_id"]
@@ -436,18 +470,17 @@ export class Checkout extends Effect.Service<Checkout>()("morsel/credits/Checkou
         return rows.length > 0
       })
 
-    return {
+    return Checkout.of({
       checkout,
       status,
       confirm,
       fulfilSession,
       applyReversalCauses,
       sessionEnded,
-      /** Remembers the session of an order (a completed checkout still awaiting its delayed payment). */
-      rememberSession: (orderId: string, sessionId: string) =>
+      rememberSession: (orderId, sessionId) =>
         Schema.is(Schema.UUID)(orderId)
           ? sql`UPDATE credit_orders SET session_id = COALESCE(session_id, ${sessionId}) WHERE order_id = ${orderId}`.pipe(Effect.asVoid)
           : Effect.void
-    }
+    })
   })
-}) {}
+)

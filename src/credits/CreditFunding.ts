@@ -1,6 +1,6 @@
 /** The card-credit rail of the analysis Funding seam: identify a Bearer key, reserve one credit, consume it with the result or give it back. */
 import { SqlClient } from "@effect/sql"
-import { Effect, Metric, Option } from "effect"
+import { Context, Effect, Layer, Metric, Option } from "effect"
 import type { BearerCredential, FundingMethod, FundingRail, Reservation, Save, Settled } from "../analysis/Funding.ts"
 import { Conflict, PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
 import { creditsConsumed } from "../observability/metrics.ts"
@@ -30,8 +30,14 @@ const keyPaused = (requestId: string) =>
 /** How many known keys an instance remembers before it starts over. */
 const KNOWN_KEYS = 10_000
 
-export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credits/CreditFunding", {
-  effect: Effect.gen(function* () {
+export class CreditFunding extends Context.Tag("morsel/credits/CreditFunding")<
+  CreditFunding,
+  FundingRail<BearerCredential, Unauthorized | ServiceUnavailable>
+>() {}
+
+export const CreditFundingLive = Layer.effect(
+  CreditFunding,
+  Effect.gen(function* () {
     const keys = yield* KeyFingerprints
     const ledger = yield* Ledger
     const processor = yield* Processor
@@ -127,7 +133,6 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
         Effect.catchAll((error) => Effect.logError("returning orphaned credit reservations failed", { error }))
       )
 
-    const rail: FundingRail<BearerCredential, Unauthorized | ServiceUnavailable> = { identify, abandon, releaseOrphans }
-    return rail
+    return CreditFunding.of({ identify, abandon, releaseOrphans })
   })
-}) {}
+)

@@ -1,6 +1,6 @@
 /** Feedback on completed analyses: one submission per request, owned by the key, limited per key and service-wide per rolling day. */
-import { SqlClient } from "@effect/sql"
-import { Clock, Data, Effect } from "effect"
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Clock, Context, Data, Effect, Layer } from "effect"
 import { AppConfig } from "../config.ts"
 import { Conflict, NotFound } from "../domain/errors.ts"
 import { DAY_MS, rollingWindowStart } from "../limits/window.ts"
@@ -32,8 +32,20 @@ const notEligible = () =>
 const conflict = () =>
   new Conflict({ error: { code: "feedback_conflict", message: "A different feedback for this request was already recorded." } })
 
-export class Feedback extends Effect.Service<Feedback>()("morsel/credits/Feedback", {
-  effect: Effect.gen(function* () {
+export class Feedback extends Context.Tag("morsel/credits/Feedback")<
+  Feedback,
+  {
+    /** Records one submission of the key's completed request; an exact repeat is a duplicate, not an error. */
+    readonly submit: (
+      fingerprint: string,
+      submission: FeedbackSubmission
+    ) => Effect.Effect<{ readonly duplicate: boolean }, NotFound | Conflict | FeedbackLimited | SqlError.SqlError>
+  }
+>() {}
+
+export const FeedbackLive = Layer.effect(
+  Feedback,
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const { limits } = yield* AppConfig
 
@@ -85,6 +97,6 @@ export class Feedback extends Effect.Service<Feedback>()("morsel/credits/Feedbac
         return (yield* existing(fingerprint, submission)) === "duplicate" ? { duplicate: true } : yield* Effect.fail(conflict())
       })
 
-    return { submit }
+    return Feedback.of({ submit })
   })
-}) {}
+)

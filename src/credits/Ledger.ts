@@ -15,7 +15,7 @@
  * - Credits never expire; nothing here runs on a timer.
  */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { Clock, Data, Effect, Metric, Option } from "effect"
+import { Clock, Context, Data, Effect, Layer, Metric, Option } from "effect"
 import { Ids } from "../ids.ts"
 import { creditsGranted } from "../observability/metrics.ts"
 
@@ -59,10 +59,41 @@ export interface HeldReservation {
 
 type SettleOutcome = "settled" | "already_consumed" | "already_released" | "unknown"
 
+export class Ledger extends Context.Tag("morsel/credits/Ledger")<
+  Ledger,
+  {
+    readonly account: (fingerprint: string) => Effect.Effect<Option.Option<Account>, SqlError.SqlError>
+    /** Makes the key known (its first checkout); a no-op when it already is. Call inside the order's transaction. */
+    readonly openAccount: (fingerprint: string) => Effect.Effect<void, SqlError.SqlError>
+    /** Gives back credits held for analyses no longer running, once `olderThan` has passed; how many. */
+    readonly releaseOrphans: (olderThan: Date) => Effect.Effect<number, SqlError.SqlError>
+    /** Grants the pack of a verified paid order exactly once and marks the order paid; true when this call granted. */
+    readonly grant: (orderId: string, fingerprint: string) => Effect.Effect<boolean, SqlError.SqlError>
+    /** Records a refund or dispute of the order and reverses or restores it accordingly. */
+    readonly applyCause: (
+      orderId: string,
+      fingerprint: string,
+      cause: ReversalCause
+    ) => Effect.Effect<"reversed" | "restored" | "unchanged", SqlError.SqlError>
+    /** Holds one credit of `fingerprint` for the analysis `requestId` (the same reservation when repeated). */
+    readonly reserve: (
+      fingerprint: string,
+      requestId: string
+    ) => Effect.Effect<HeldReservation, ReserveRefused | ReservationConflict | SqlError.SqlError>
+    /** Consumes a held credit; idempotent (a second call, or one after release, changes nothing). */
+    readonly consume: (reservationId: string) => Effect.Effect<SettleOutcome, SqlError.SqlError>
+    /** Returns a held credit; idempotent (a second call, or one after consume, changes nothing). */
+    readonly release: (reservationId: string) => Effect.Effect<SettleOutcome, SqlError.SqlError>
+    /** Releases whatever credit the analysis `requestId` still holds (an attempt abandoned mid-analysis). */
+    readonly releaseRequest: (requestId: string) => Effect.Effect<void, SqlError.SqlError>
+  }
+>() {}
+
 const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms)))
 
-export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
-  effect: Effect.gen(function* () {
+export const LedgerLive = Layer.effect(
+  Ledger,
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
     const account = (fingerprint: string): Effect.Effect<Option.Option<Account>, SqlError.SqlError> =>
@@ -284,21 +315,19 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
         return orphans.length
       })
 
-    return {
+    return Ledger.of({
       account,
       openAccount,
       releaseOrphans,
       grant,
       applyCause,
       reserve,
-      /** Consumes a held credit; idempotent (a second call, or one after release, changes nothing). */
-      consume: (reservationId: string) => settle(reservationId, "consumed"),
-      /** Returns a held credit; idempotent (a second call, or one after consume, changes nothing). */
-      release: (reservationId: string) => settle(reservationId, "released"),
+      consume: (reservationId) => settle(reservationId, "consumed"),
+      release: (reservationId) => settle(reservationId, "released"),
       releaseRequest
-    }
+    })
   })
-}) {}
+)
 
 /** PostgreSQL unique_violation (23505), as surfaced by @effect/sql-pg. */
 export const isUniqueViolation = (error: unknown): boolean => {

@@ -9,7 +9,7 @@ import { Console, Effect, Layer, Option } from "effect"
 import { VisionModelScripted } from "../analysis/VisionModelScripted.ts"
 import { AppConfig, type Settings } from "../config.ts"
 import { ProcessorMemory } from "../credits/ProcessorMemory.ts"
-import { SandboxCheckout, SandboxCheckoutRoutes } from "../credits/sandbox.ts"
+import { SandboxCheckoutLive, SandboxCheckoutRoutes } from "../credits/sandbox.ts"
 import * as Database from "../db/Database.ts"
 import { loadCommonFoods, storeFoods } from "../foods/commonFoods.ts"
 import { makeFoodDbLive } from "../foods/FoodDbLive.ts"
@@ -88,7 +88,7 @@ export const sandboxParts = (options: { readonly foodsFrom?: string } = {}) => {
     chain: ChainMemory.pipe(Layer.provide(chain)),
     database: Database.layer,
     routes: Layer.mergeAll(SandboxMiddleware, SandboxCheckoutRoutes, WalletsRoute),
-    routeServices: Layer.merge(SandboxCheckout.Default.pipe(Layer.provideMerge(ProcessorMemory)), chain)
+    routeServices: Layer.merge(SandboxCheckoutLive.pipe(Layer.provideMerge(ProcessorMemory)), chain)
   }
 }
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, TestClock } from "effect"
 import { AppConfig } from "../../src/config.ts"
-import { Feedback } from "../../src/credits/Feedback.ts"
+import { Feedback, FeedbackLive } from "../../src/credits/Feedback.ts"
 import { payerIdOf } from "../../src/credits/keys.ts"
 import { DAY_MS, HOUR_MS } from "../../src/limits/window.ts"
 import { TestDatabase } from "../support/database.ts"
@@ -10,7 +10,7 @@ import { seedAnalysisRequest, seedOrder } from "./support.ts"
 
 const MONDAY_1045 = Date.parse("2026-03-02T10:45:00Z")
 
-const feedbackLayer = Feedback.Default.pipe(
+const feedbackLayer = FeedbackLive.pipe(
   Layer.provideMerge(TestDatabase),
   Layer.provideMerge(AppConfig.fromEnv({ LOG_LEVEL: "warning", LIMIT_FEEDBACK_PER_KEY_PER_DAY: "2", LIMIT_FEEDBACK_GLOBAL_PER_DAY: "3" })),
   Layer.orDie
