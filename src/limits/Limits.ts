@@ -26,13 +26,13 @@ export class Limits extends Context.Tag("morsel/Limits")<
      */
     readonly peek: Effect.Effect<void, TooManyRequests | ServiceUnavailable>
   }
->() {
-  /** No limits at all: for tests of other features. */
-  static readonly unlimited = Layer.succeed(Limits, {
-    admit: () => Effect.succeed({ release: Effect.void }),
-    peek: Effect.void
-  })
-}
+>() {}
+
+/** No limits at all: for tests of other features. */
+export const LimitsUnlimited = Layer.succeed(Limits, {
+  admit: () => Effect.succeed({ release: Effect.void }),
+  peek: Effect.void
+})
 
 /** How long an instance reuses its last look at the limits for 402 challenges (admission itself never reuses it). */
 export const PEEK_REUSE_MS = 1_000

@@ -89,7 +89,7 @@ export const transferCalldata = (a: Authorization, signature: Hex): Hex => {
  * Self-settlement: our wallet (X402_SETTLER_PRIVATE_KEY) pays gas and submits the payer's authorization itself.
  * Several instances may share the wallet: nonces are chosen under its lease in PostgreSQL (SettlerNonces).
  */
-export const SelfSettlement = Layer.effect(
+export const SettlementSelf = Layer.effect(
   Settlement,
   Effect.gen(function* () {
     const settings = yield* AppConfig
@@ -298,7 +298,7 @@ const bumped = (fee: bigint) => fee + fee / 8n + 1n
 const bigMax = (a: bigint, b: bigint) => (a > b ? a : b)
 
 /** Settlement through an x402 facilitator's /settle (X402_FACILITATOR_URL). */
-export const FacilitatorSettlement = Layer.effect(
+export const SettlementFacilitator = Layer.effect(
   Settlement,
   Effect.gen(function* () {
     const settings = yield* AppConfig

@@ -1,7 +1,7 @@
 // Feedback limits count the rolling day that ends now (per key and service-wide), on a real database under TestClock.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, TestClock } from "effect"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfigFromEnv } from "../../src/config.ts"
 import { Feedback, FeedbackLive } from "../../src/credits/Feedback.ts"
 import { payerIdOf } from "../../src/credits/keys.ts"
 import { DAY_MS, HOUR_MS } from "../../src/limits/window.ts"
@@ -12,7 +12,7 @@ const MONDAY_1045 = Date.parse("2026-03-02T10:45:00Z")
 
 const feedbackLayer = FeedbackLive.pipe(
   Layer.provideMerge(TestDatabase),
-  Layer.provideMerge(AppConfig.fromEnv({ LOG_LEVEL: "warning", LIMIT_FEEDBACK_PER_KEY_PER_DAY: "2", LIMIT_FEEDBACK_GLOBAL_PER_DAY: "3" })),
+  Layer.provideMerge(AppConfigFromEnv({ LOG_LEVEL: "warning", LIMIT_FEEDBACK_PER_KEY_PER_DAY: "2", LIMIT_FEEDBACK_GLOBAL_PER_DAY: "3" })),
   Layer.orDie
 )
 

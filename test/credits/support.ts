@@ -4,7 +4,7 @@ import { HttpApi, HttpLayerRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Either, Layer, Logger, LogLevel, Option, Redacted, TestClock } from "effect"
-import { AppConfig } from "../../src/config.ts"
+import { type AppConfig, AppConfigFromEnv } from "../../src/config.ts"
 import { Checkout, type CheckoutResult } from "../../src/credits/Checkout.ts"
 import { CreditsApiLive, CreditsServicesLive } from "../../src/credits/layer.ts"
 import { Ledger } from "../../src/credits/Ledger.ts"
@@ -32,7 +32,7 @@ export const creditsWithFake = (env: Readonly<Record<string, string>> = {}) =>
     Effect.map(Fake, (fake) =>
       CreditsServicesLive.pipe(
         Layer.provideMerge(TestDatabase),
-        Layer.provideMerge(AppConfig.fromEnv({ PUBLIC_BASE_URL, LOG_LEVEL: "warning", ...fake.env, ...env })),
+        Layer.provideMerge(AppConfigFromEnv({ PUBLIC_BASE_URL, LOG_LEVEL: "warning", ...fake.env, ...env })),
         Layer.orDie
       )
     )
@@ -42,7 +42,7 @@ export const creditsWithFake = (env: Readonly<Record<string, string>> = {}) =>
 export const creditsWithoutStripe = (env: Readonly<Record<string, string>> = {}) =>
   CreditsServicesLive.pipe(
     Layer.provideMerge(TestDatabase),
-    Layer.provideMerge(AppConfig.fromEnv({ PUBLIC_BASE_URL, ...env })),
+    Layer.provideMerge(AppConfigFromEnv({ PUBLIC_BASE_URL, ...env })),
     Layer.orDie
   )
 

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto"
 import { Effect, Either, Layer } from "effect"
 import type { FundingKind, Payer } from "../../src/domain/payer.ts"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfigFromEnv } from "../../src/config.ts"
 import { type Admission, Limits, LimitsLive } from "../../src/limits/Limits.ts"
 import { TestDatabase } from "../support/database.ts"
 
@@ -11,7 +11,7 @@ import { TestDatabase } from "../support/database.ts"
 export const limitsLayer = (env: Readonly<Record<string, string>> = {}) =>
   Layer.mergeAll(LimitsLive, RequestStoreLive).pipe(
     Layer.provideMerge(TestDatabase),
-    Layer.provideMerge(AppConfig.fromEnv({ LOG_LEVEL: "warning", ...env })),
+    Layer.provideMerge(AppConfigFromEnv({ LOG_LEVEL: "warning", ...env })),
     Layer.orDie
   )
 
