@@ -3,6 +3,7 @@ import { SqlClient, type SqlError } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import type { Conflict, NotFound, ServiceUnavailable } from "../domain/errors.ts"
+import { type KeyFingerprint, OrderId } from "../domain/ids.ts"
 import type { OrderState } from "../domain/schemas.ts"
 import { orderConflict, orderNotFound, orStorageUnavailable, paymentUnconfirmed, processorFailure } from "./failures.ts"
 import { type FulfilOutcome, makeFulfilment, seconds } from "./fulfilment.ts"
@@ -17,35 +18,35 @@ import { buildSessionParams } from "./sessionParams.ts"
 const CREATE_RETRY_MARGIN_SECONDS = 35 * 60
 
 /** The Stripe idempotency key of an order's session create: the same on every retry of that order. */
-export const idempotencyKeyOf = (orderId: string) => `morsel-checkout-${orderId}`
+export const idempotencyKeyOf = (orderId: OrderId) => `morsel-checkout-${orderId}`
 
 export interface OrderView {
-  readonly orderId: string
+  readonly orderId: OrderId
   readonly state: OrderState
   readonly checkoutUrl: Option.Option<string>
 }
 
 export type CheckoutResult =
-  | { readonly _tag: "Session"; readonly orderId: string; readonly sessionId: string; readonly checkoutUrl: string }
-  | { readonly _tag: "Completed"; readonly orderId: string; readonly state: "paid" | "reversed" }
+  | { readonly _tag: "Session"; readonly orderId: OrderId; readonly sessionId: string; readonly checkoutUrl: string }
+  | { readonly _tag: "Completed"; readonly orderId: OrderId; readonly state: "paid" | "reversed" }
 
 export class Checkout extends Context.Tag("morsel/credits/Checkout")<
   Checkout,
   {
     /** POST /v1/credits/checkout: a new order, a retry of one (same session), or a completed order's state. */
     readonly checkout: (
-      fingerprint: string,
-      orderId: string,
+      fingerprint: KeyFingerprint,
+      orderId: OrderId,
       context: Option.Option<OrderContext>
     ) => Effect.Effect<CheckoutResult, Conflict | ServiceUnavailable>
     /** POST /v1/credits/checkout-status: never creates or expires a checkout. */
-    readonly status: (fingerprint: string, orderId: string) => Effect.Effect<OrderView, NotFound | ServiceUnavailable>
+    readonly status: (fingerprint: KeyFingerprint, orderId: OrderId) => Effect.Effect<OrderView, NotFound | ServiceUnavailable>
     /** POST /v1/credits/confirm: only a verified paid session of this key's order grants. */
-    readonly confirm: (fingerprint: string, sessionId: string) => Effect.Effect<"granted" | "already_granted", Conflict | ServiceUnavailable>
+    readonly confirm: (fingerprint: KeyFingerprint, sessionId: string) => Effect.Effect<"granted" | "already_granted", Conflict | ServiceUnavailable>
     /** Retrieves the session from the processor, finds its order, checks ownership when a key asks, and grants once. */
     readonly fulfilSession: (
       sessionId: string,
-      owner: Option.Option<string>
+      owner: Option.Option<KeyFingerprint>
     ) => Effect.Effect<FulfilOutcome, ServiceUnavailable | ProcessorError | SqlError.SqlError>
     /** Records refunds or disputes of one payment and reverses or restores its order accordingly. */
     readonly applyReversalCauses: (
@@ -123,7 +124,7 @@ export const CheckoutLive = Layer.effect(
         }
       })
 
-    const insertOrder = (fingerprint: string, orderId: string, context: Option.Option<OrderContext>) =>
+    const insertOrder = (fingerprint: KeyFingerprint, orderId: OrderId, context: Option.Option<OrderContext>) =>
       Effect.gen(function* () {
         const nowMs = yield* Clock.currentTimeMillis
         const at = new Date(nowMs)
@@ -135,7 +136,7 @@ export const CheckoutLive = Layer.effect(
       })
 
     /** POST /v1/credits/checkout: a new order, a retry of one (same session), or a completed order's state. */
-    const checkout = (fingerprint: string, orderId: string, context: Option.Option<OrderContext>) =>
+    const checkout = (fingerprint: KeyFingerprint, orderId: OrderId, context: Option.Option<OrderContext>) =>
       Effect.gen(function* () {
         const gw = yield* gateway
         const existing = yield* orders.find(orderId)
@@ -175,7 +176,7 @@ export const CheckoutLive = Layer.effect(
       }).pipe(Effect.catchTag("ProcessorError", processorFailure), orStorageUnavailable)
 
     /** POST /v1/credits/checkout-status: never creates or expires a checkout. */
-    const status = (fingerprint: string, orderId: string) =>
+    const status = (fingerprint: KeyFingerprint, orderId: OrderId) =>
       Effect.gen(function* () {
         const order = yield* orders.find(orderId)
         if (Option.isNone(order) || !sameFingerprint(order.value.fingerprint, fingerprint)) return yield* Effect.fail(orderNotFound())
@@ -184,7 +185,7 @@ export const CheckoutLive = Layer.effect(
       }).pipe(Effect.catchTag("ProcessorError", processorFailure), orStorageUnavailable)
 
     /** POST /v1/credits/confirm: only a verified paid session of this key's order grants. */
-    const confirm = (fingerprint: string, sessionId: string) =>
+    const confirm = (fingerprint: KeyFingerprint, sessionId: string) =>
       Effect.gen(function* () {
         const outcome = yield* fulfilSession(sessionId, Option.some(fingerprint)).pipe(
           Effect.catchTag("ProcessorError", (e) =>
@@ -217,7 +218,7 @@ export const CheckoutLive = Layer.effect(
       fulfilSession,
       applyReversalCauses,
       sessionEnded,
-      rememberSession: (orderId, sessionId) => (Schema.is(Schema.UUID)(orderId) ? orders.rememberSession(orderId, sessionId) : Effect.void)
+      rememberSession: (orderId, sessionId) => (Schema.is(Schema.UUID)(orderId) ? orders.rememberSession(OrderId.make(orderId), sessionId) : Effect.void)
     })
   })
 )

@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Metric, Option } from "effect"
 import type { BearerCredential, FundingMethod, FundingRail, Reservation, Save, Settled } from "../analysis/Funding.ts"
 import { Conflict, PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
+import type { KeyFingerprint } from "../domain/ids.ts"
 import { creditsConsumed } from "../observability/metrics.ts"
 import { invalidKey, orStorageUnavailable, orStorageUnavailableFor, paymentsUnavailable, storageUnavailable } from "./failures.ts"
 import { KeyFingerprints, payerIdOf } from "./keys.ts"
@@ -46,7 +47,7 @@ export const CreditFundingLive = Layer.effect(
     // An account, once opened, is never removed (paused keys are refused when they reserve): a key seen to exist
     // needs no further read to be identified, so a replay with a known key touches the database once.
     const known = new Set<string>()
-    const remember = (fingerprint: string) => {
+    const remember = (fingerprint: KeyFingerprint) => {
       if (known.size >= KNOWN_KEYS) known.clear()
       known.add(fingerprint)
     }
@@ -82,7 +83,7 @@ export const CreditFundingLive = Layer.effect(
       return { settle, release }
     }
 
-    const methodFor = (fingerprint: string): FundingMethod => ({
+    const methodFor = (fingerprint: KeyFingerprint): FundingMethod => ({
       payer: { kind: "credit", id: payerIdOf(fingerprint) },
       reserve: (requestId) =>
         ledger.reserve(fingerprint, requestId).pipe(

@@ -4,6 +4,7 @@
  */
 import { Clock, Effect, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
+import { type KeyFingerprint, OrderId } from "../domain/ids.ts"
 import { paymentsUnavailable } from "./failures.ts"
 import { sameFingerprint } from "./keys.ts"
 import { Ledger } from "./Ledger.ts"
@@ -79,13 +80,13 @@ export const makeFulfilment = (orders: OrderRepository) =>
      * The one fulfilment function: retrieves the session from the processor (never trusting a caller's copy),
      * finds its order, checks ownership when a key asks, and grants once.
      */
-    const fulfilSession = (sessionId: string, owner: Option.Option<string>) =>
+    const fulfilSession = (sessionId: string, owner: Option.Option<KeyFingerprint>) =>
       Effect.gen(function* () {
         const gw = yield* gateway
         const session = yield* gw.retrieveSession(sessionId)
         const orderId = session.clientReferenceId ?? session.metadata["order_id"]
         if (orderId === undefined || !Schema.is(Schema.UUID)(orderId)) return "unknown_order" as const
-        const order = yield* orders.find(orderId)
+        const order = yield* orders.find(OrderId.make(orderId))
         if (Option.isNone(order)) return "unknown_order" as const
         if (Option.isSome(owner) && !sameFingerprint(owner.value, order.value.fingerprint)) return "not_owner" as const
         return yield* fulfilWith(session, order.value)

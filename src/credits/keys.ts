@@ -1,8 +1,10 @@
 /** Credit API keys: format and mode checks, the keyed fingerprint the server stores instead of a key. */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
-import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { AppConfig } from "../config.ts"
+import { KeyFingerprint, PayerId } from "../domain/ids.ts"
+import { decodedOrDie } from "./rows.ts"
 
 /** `morsel_live_` in live mode, `morsel_test_` in test mode; never both on one server. */
 export const keyPrefix = (testMode: boolean) => (testMode ? "morsel_test_" : "morsel_live_")
@@ -21,7 +23,7 @@ export const parseCreditKey = (raw: string, testMode: boolean): Option.Option<st
 export const newCreditKey = (testMode: boolean): string => keyPrefix(testMode) + randomBytes(32).toString("hex")
 
 /** The payer identifier of a credit key in analysis requests and limits: `key:<fingerprint>`. */
-export const payerIdOf = (fingerprint: string): string => `key:${fingerprint}`
+export const payerIdOf = (fingerprint: string): PayerId => PayerId.make(`key:${fingerprint}`)
 
 /** Constant-time equality of two fingerprints (or any two hex strings). */
 export const sameFingerprint = (a: string, b: string): boolean => {
@@ -42,7 +44,7 @@ export class KeyFingerprints extends Context.Tag("morsel/credits/KeyFingerprints
   {
     readonly testMode: boolean
     /** The fingerprint of a well-formed key of this server's mode; None for anything else. */
-    readonly fingerprint: (key: Redacted.Redacted<string>) => Option.Option<string>
+    readonly fingerprint: (key: Redacted.Redacted<string>) => Option.Option<KeyFingerprint>
   }
 >() {}
 
@@ -51,11 +53,17 @@ export const KeyFingerprintsLive = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* AppConfig
-    const rows = yield* sql<{ secret: Uint8Array }>`SELECT secret FROM credit_secrets WHERE name = ${FINGERPRINT_SECRET}`
-    const row = rows[0]
-    if (row === undefined) return yield* Effect.dieMessage("credit_secrets has no key_fingerprint row; run the migrations")
-    const secret = Buffer.from(row.secret)
-    const fingerprintOf = (key: string) => createHmac("sha256", secret).update(key, "utf8").digest("hex")
+    const secretNamed = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.String,
+        Result: Schema.Struct({ secret: Schema.Uint8ArrayFromSelf }),
+        execute: (name) => sql`SELECT secret FROM credit_secrets WHERE name = ${name}`
+      })
+    )
+    const row = yield* secretNamed(FINGERPRINT_SECRET)
+    if (Option.isNone(row)) return yield* Effect.dieMessage("credit_secrets has no key_fingerprint row; run the migrations")
+    const secret = Buffer.from(row.value.secret)
+    const fingerprintOf = (key: string) => KeyFingerprint.make(createHmac("sha256", secret).update(key, "utf8").digest("hex"))
     return KeyFingerprints.of({
       testMode: config.testMode,
       fingerprint: (key) => Option.map(parseCreditKey(Redacted.value(key), config.testMode), fingerprintOf)

@@ -4,6 +4,7 @@ import { Effect, Either, Layer, TestClock } from "effect"
 import { AppConfigFromEnv } from "../../src/config.ts"
 import { Feedback, FeedbackLive } from "../../src/credits/Feedback.ts"
 import { payerIdOf } from "../../src/credits/keys.ts"
+import { KeyFingerprint } from "../../src/domain/ids.ts"
 import { DAY_MS, HOUR_MS } from "../../src/limits/window.ts"
 import { TestDatabase } from "../support/database.ts"
 import { seedAnalysisRequest, seedOrder } from "./support.ts"
@@ -19,7 +20,7 @@ const feedbackLayer = FeedbackLive.pipe(
 /** A known key with one completed analysis per name, created now on the clock. */
 const keyWith = (hexDigit: string) =>
   Effect.gen(function* () {
-    const fingerprint = hexDigit.repeat(64)
+    const fingerprint = KeyFingerprint.make(hexDigit.repeat(64))
     yield* seedOrder(fingerprint)
     const now = new Date(yield* TestClock.currentTimeMillis)
     const request = () => seedAnalysisRequest({ payer: payerIdOf(fingerprint), status: "paid", createdAt: now })
