@@ -9,7 +9,7 @@ import { admin } from "./cli/admin.ts"
 import { analyze } from "./cli/analyze.ts"
 import { CliFailure } from "./cli/client.ts"
 import { credits } from "./cli/credits.ts"
-import { AppConfig } from "./config.ts"
+import { AppConfig, AppConfigFromEnv, AppConfigLive } from "./config.ts"
 import * as Database from "./db/Database.ts"
 import { LoggingLive } from "./logging.ts"
 import { withTerminalConsole } from "./terminal.ts"
@@ -26,7 +26,7 @@ const ensurePortFree = Effect.gen(function* () {
     probe.listen(port, host, () => probe.close(() => resume(Effect.succeed(true))))
   })
   if (!free) yield* new CliFailure({ message: `port ${port} on ${host} is already in use: stop the other server or set PORT` })
-}).pipe(Effect.provide(AppConfig.layer))
+}).pipe(Effect.provide(AppConfigLive))
 
 // Loaded on demand: the client commands start quickly without the whole service.
 const serve = Command.make(
@@ -50,7 +50,7 @@ const serve = Command.make(
 const migrate = Command.make("migrate", {}, () =>
   Effect.gen(function* () {
     yield* Console.log("migrations applied")
-  }).pipe(Effect.provide(Database.layer), Effect.provide(AppConfig.layer))
+  }).pipe(Effect.provide(Database.layer), Effect.provide(AppConfigLive))
 ).pipe(Command.withDescription("Apply database migrations and exit"))
 
 const keyNew = Command.make(
@@ -61,7 +61,7 @@ const keyNew = Command.make(
 
 const key = Command.make("key").pipe(Command.withSubcommands([keyNew]), Command.withDescription("Credit API keys"))
 
-const fooddb = fooddbCommand.pipe(Command.provide(Database.layer.pipe(Layer.provide(AppConfig.layer))))
+const fooddb = fooddbCommand.pipe(Command.provide(Database.layer.pipe(Layer.provide(AppConfigLive))))
 
 /** The process environment without unset variables. */
 const definedEnv = () => Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined))
@@ -72,7 +72,7 @@ const run = Command.run(morsel, { name: "morsel", version: SERVICE_VERSION })
 
 /** A bad setting is reported by the command that reads the settings, not by the logger; the sandbox logs readable lines by default. */
 const logging = LoggingLive.pipe(
-  Layer.provide(process.argv.includes("--sandbox") ? AppConfig.fromEnv({ LOG_FORMAT: "pretty", ...definedEnv() }) : AppConfig.layer),
+  Layer.provide(process.argv.includes("--sandbox") ? AppConfigFromEnv({ LOG_FORMAT: "pretty", ...definedEnv() }) : AppConfigLive),
   Layer.orElse(() => Layer.empty)
 )
 

@@ -245,13 +245,14 @@ const providerOf = (env: Readonly<Record<string, string | undefined>>) =>
     new Map(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ""))
   )
 
-export class AppConfig extends Context.Tag("morsel/AppConfig")<AppConfig, Settings>() {
-  static readonly layer = Layer.effect(
-    AppConfig,
-    Effect.suspend(() => loadSettings.pipe(Effect.withConfigProvider(providerOf(process.env))))
-  )
+export class AppConfig extends Context.Tag("morsel/AppConfig")<AppConfig, Settings>() {}
 
-  /** Settings from an explicit variable map instead of the process environment (tests, embedding). */
-  static readonly fromEnv = (env: Readonly<Record<string, string>>) =>
-    Layer.effect(AppConfig, loadSettings.pipe(Effect.withConfigProvider(providerOf(env))))
-}
+/** Settings from the process environment. */
+export const AppConfigLive = Layer.effect(
+  AppConfig,
+  Effect.suspend(() => loadSettings.pipe(Effect.withConfigProvider(providerOf(process.env))))
+)
+
+/** Settings from an explicit variable map instead of the process environment (tests, embedding). */
+export const AppConfigFromEnv = (env: Readonly<Record<string, string>>) =>
+  Layer.effect(AppConfig, loadSettings.pipe(Effect.withConfigProvider(providerOf(env))))

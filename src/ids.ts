@@ -13,12 +13,12 @@ export const sequentialIds = (): IdSource => {
   return { uuid: Effect.sync(() => `00000000-0000-4000-8000-${(++n).toString(16).padStart(12, "0")}`) }
 }
 
-/** Random by default, so no layer is needed; tests provide `Ids.Sequential`. */
+/** Random by default, so no layer is needed; tests provide `IdsSequential`. */
 export class Ids extends Context.Reference<Ids>()("morsel/Ids", {
   defaultValue: (): IdSource => ({ uuid: Effect.sync(randomUUID) })
 }) {
-  /** A fresh sequence per layer build. */
-  static readonly Sequential = Layer.sync(Ids, sequentialIds)
-
   static readonly next = Effect.flatMap(Ids, (ids) => ids.uuid)
 }
+
+/** A fresh sequence per layer build. */
+export const IdsSequential = Layer.sync(Ids, sequentialIds)

@@ -13,10 +13,10 @@ import { RequestStore, RequestStoreLive } from "./analysis/RequestStore.ts"
 import { StaleAttemptSweeperLive } from "./analysis/sweeper.ts"
 import type { VisionModel } from "./analysis/VisionModel.ts"
 import { VisionModelLive } from "./analysis/VisionModelLive.ts"
-import { AppConfig } from "./config.ts"
+import { AppConfig, AppConfigLive } from "./config.ts"
 import { CreditFunding, CreditsApiLive, CreditsRoutes, CreditsServicesWith } from "./credits/layer.ts"
 import type { Processor } from "./credits/Processor.ts"
-import { ProcessorFromConfig } from "./credits/ProcessorStripe.ts"
+import { ProcessorLive } from "./credits/ProcessorStripe.ts"
 import * as Database from "./db/Database.ts"
 import type { FoodDb } from "./foods/FoodDb.ts"
 import { FoodDbLive } from "./foods/FoodDbLive.ts"
@@ -79,7 +79,7 @@ export const featureServices = <EP = never, RP = never, EC = never, RC = never>(
   processor?: Layer.Layer<Processor, EP, RP>,
   chain?: Layer.Layer<ChainServices, EC, RC>
 ) => {
-  const cards: Layer.Layer<Processor, EP, RP | AppConfig> = processor ?? ProcessorFromConfig
+  const cards: Layer.Layer<Processor, EP, RP | AppConfig> = processor ?? ProcessorLive
   return Layer.merge(CreditsServicesWith(cards), X402Layer({}, chain).pipe(Layer.provide(PaymentResolutionsLive)))
 }
 
@@ -104,7 +104,7 @@ export interface Parts {
   readonly vision: Part<VisionModel>
   /** Food matching: FoodDbLive, FoodDbMemory(records) or FoodDbEmpty. */
   readonly foods: Part<FoodDb>
-  /** Admission limits: LimitsLive, or Limits.unlimited. */
+  /** Admission limits: LimitsLive, or LimitsUnlimited. */
   readonly limits: Part<Limits>
   /** The card processor: by default as the settings say (Stripe or Disabled); ProcessorMemory in the sandbox. */
   readonly processor?: Part<Processor>
@@ -179,4 +179,4 @@ export const ServerLive = Layer.unwrapEffect(
       Layer.tap((context) => announce(settings, HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)).pipe(Effect.provide(context)))
     )
   )
-).pipe(Layer.provide(AppConfig.layer))
+).pipe(Layer.provide(AppConfigLive))

@@ -7,10 +7,10 @@ import { ExactEvmScheme } from "@x402/evm/exact/server"
 import { Effect, Layer } from "effect"
 import sharp from "sharp"
 import { Funding } from "../../src/analysis/Funding.ts"
-import { fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { type ModelItem, VisionModel } from "../../src/analysis/VisionModel.ts"
 import { prepareImage } from "../../src/analysis/VisionModelLive.ts"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfigLive } from "../../src/config.ts"
 import * as Database from "../../src/db/Database.ts"
 import { FoodDbMemory } from "../../src/foods/FoodDbLive.ts"
 import type { FoodRecord } from "../../src/foods/records.ts"
@@ -178,7 +178,7 @@ const BenchFunding = Layer.effect(
     const x402 = yield* X402Funding
     return Funding.of({ ...memory, challenge: x402.challenge })
   })
-).pipe(Layer.provide(fundingMemory({ bench: 1_000_000_000 })))
+).pipe(Layer.provide(FundingMemory({ bench: 1_000_000_000 })))
 
 const foodRecords = async (): Promise<ReadonlyArray<FoodRecord>> =>
   (await readDatasets(hasSr28 ? SR28_DIR : FDC_FIXTURE_DIR, () => {})).flatMap((d) => d.records)
@@ -193,7 +193,7 @@ export const morsel = async () => {
     funding: BenchFunding,
     database: Database.layer,
     http: nodeServer({ host: "127.0.0.1", port: Number(process.env["PORT"]) })
-  }).pipe(Layer.provide(LoggingLive), Layer.provide(AppConfig.layer))
+  }).pipe(Layer.provide(LoggingLive), Layer.provide(AppConfigLive))
   Effect.runFork(Layer.launch(app))
   await announceWhenHealthy(Number(process.env["PORT"]))
 }

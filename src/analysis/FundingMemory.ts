@@ -13,7 +13,7 @@ export interface MemoryLedger {
 
 export class FundingMemoryLedger extends Context.Tag("morsel/FundingMemoryLedger")<FundingMemoryLedger, MemoryLedger>() {}
 
-export const fundingMemory = (credits: Readonly<Record<string, number>>) =>
+export const FundingMemory = (credits: Readonly<Record<string, number>>) =>
   Layer.effectContext(
     Effect.gen(function* () {
       const balances = yield* Ref.make(HashMap.fromIterable(Object.entries(credits)))

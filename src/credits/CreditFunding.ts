@@ -1,8 +1,9 @@
 /** The card-credit rail of the analysis Funding seam: identify a Bearer key, reserve one credit, consume it with the result or give it back. */
 import { SqlClient } from "@effect/sql"
-import { Effect, Metric, Option } from "effect"
+import { Context, Effect, Layer, Metric, Option } from "effect"
 import type { BearerCredential, FundingMethod, FundingRail, Reservation, Save, Settled } from "../analysis/Funding.ts"
 import { Conflict, PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
+import type { KeyFingerprint } from "../domain/ids.ts"
 import { creditsConsumed } from "../observability/metrics.ts"
 import { invalidKey, orStorageUnavailable, orStorageUnavailableFor, paymentsUnavailable, storageUnavailable } from "./failures.ts"
 import { KeyFingerprints, payerIdOf } from "./keys.ts"
@@ -30,8 +31,14 @@ const keyPaused = (requestId: string) =>
 /** How many known keys an instance remembers before it starts over. */
 const KNOWN_KEYS = 10_000
 
-export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credits/CreditFunding", {
-  effect: Effect.gen(function* () {
+export class CreditFunding extends Context.Tag("morsel/credits/CreditFunding")<
+  CreditFunding,
+  FundingRail<BearerCredential, Unauthorized | ServiceUnavailable>
+>() {}
+
+export const CreditFundingLive = Layer.effect(
+  CreditFunding,
+  Effect.gen(function* () {
     const keys = yield* KeyFingerprints
     const ledger = yield* Ledger
     const processor = yield* Processor
@@ -40,7 +47,7 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
     // An account, once opened, is never removed (paused keys are refused when they reserve): a key seen to exist
     // needs no further read to be identified, so a replay with a known key touches the database once.
     const known = new Set<string>()
-    const remember = (fingerprint: string) => {
+    const remember = (fingerprint: KeyFingerprint) => {
       if (known.size >= KNOWN_KEYS) known.clear()
       known.add(fingerprint)
     }
@@ -76,7 +83,7 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
       return { settle, release }
     }
 
-    const methodFor = (fingerprint: string): FundingMethod => ({
+    const methodFor = (fingerprint: KeyFingerprint): FundingMethod => ({
       payer: { kind: "credit", id: payerIdOf(fingerprint) },
       reserve: (requestId) =>
         ledger.reserve(fingerprint, requestId).pipe(
@@ -127,7 +134,6 @@ export class CreditFunding extends Effect.Service<CreditFunding>()("morsel/credi
         Effect.catchAll((error) => Effect.logError("returning orphaned credit reservations failed", { error }))
       )
 
-    const rail: FundingRail<BearerCredential, Unauthorized | ServiceUnavailable> = { identify, abandon, releaseOrphans }
-    return rail
+    return CreditFunding.of({ identify, abandon, releaseOrphans })
   })
-}) {}
+)

@@ -1,10 +1,12 @@
 /** Feedback on completed analyses: one submission per request, owned by the key, limited per key and service-wide per rolling day. */
-import { SqlClient } from "@effect/sql"
-import { Clock, Data, Effect } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "@effect/sql"
+import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { Conflict, NotFound } from "../domain/errors.ts"
+import { KeyFingerprint, PayerId, RequestId } from "../domain/ids.ts"
 import { DAY_MS, rollingWindowStart } from "../limits/window.ts"
 import { payerIdOf } from "./keys.ts"
+import { decodedOrDie } from "./rows.ts"
 
 /** The limits count the submissions of the rolling day that ends now. */
 export const FEEDBACK_WINDOW_MS = DAY_MS
@@ -29,37 +31,104 @@ const notEligible = () =>
     }
   })
 
+const FeedbackRow = Schema.Struct({ fingerprint: KeyFingerprint, category: Schema.String, note: Schema.String })
+const RequestIdRow = Schema.Struct({ request_id: RequestId })
+const CountRow = Schema.Struct({ n: Schema.Number })
+
 const conflict = () =>
   new Conflict({ error: { code: "feedback_conflict", message: "A different feedback for this request was already recorded." } })
 
-export class Feedback extends Effect.Service<Feedback>()("morsel/credits/Feedback", {
-  effect: Effect.gen(function* () {
+export class Feedback extends Context.Tag("morsel/credits/Feedback")<
+  Feedback,
+  {
+    /** Records one submission of the key's completed request; an exact repeat is a duplicate, not an error. */
+    readonly submit: (
+      fingerprint: KeyFingerprint,
+      submission: FeedbackSubmission
+    ) => Effect.Effect<{ readonly duplicate: boolean }, NotFound | Conflict | FeedbackLimited | SqlError.SqlError>
+  }
+>() {}
+
+export const FeedbackLive = Layer.effect(
+  Feedback,
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const { limits } = yield* AppConfig
 
+    const recorded = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.String,
+        Result: FeedbackRow,
+        execute: (requestId) => sql`SELECT fingerprint, category, note FROM credit_feedback WHERE request_id = ${requestId}`
+      })
+    )
+
+    /** The key's completed (paid or failed) request of that id, created at or after `oldestAllowed`. */
+    const eligibleRequest = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.Struct({ requestId: Schema.String, payer: PayerId, oldestAllowed: Schema.DateFromSelf }),
+        Result: RequestIdRow,
+        execute: ({ requestId, payer, oldestAllowed }) => sql`
+          SELECT request_id FROM analysis_requests
+          WHERE request_id = ${requestId}
+            AND payer = ${payer}
+            AND status IN ('paid', 'failed')
+            AND created_at >= ${oldestAllowed}`
+      })
+    )
+
+    const countOfKey = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.Struct({ fingerprint: KeyFingerprint, windowStart: Schema.DateFromSelf }),
+        Result: CountRow,
+        execute: ({ fingerprint, windowStart }) => sql`
+          SELECT count(*)::int AS n FROM credit_feedback WHERE fingerprint = ${fingerprint} AND created_at > ${windowStart}`
+      })
+    )
+
+    const countOfAll = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.DateFromSelf,
+        Result: CountRow,
+        execute: (windowStart) => sql`
+          SELECT count(*)::int AS n FROM credit_feedback WHERE created_at > ${windowStart}`
+      })
+    )
+
+    const insert = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.Struct({
+          requestId: Schema.String,
+          fingerprint: KeyFingerprint,
+          category: Schema.String,
+          note: Schema.String,
+          now: Schema.DateFromSelf
+        }),
+        Result: RequestIdRow,
+        execute: ({ requestId, fingerprint, category, note, now }) => sql`
+          INSERT INTO credit_feedback (request_id, fingerprint, category, note, created_at)
+          VALUES (${requestId}, ${fingerprint}, ${category}, ${note}, ${now})
+          ON CONFLICT (request_id) DO NOTHING
+          RETURNING request_id`
+      })
+    )
+
     /** duplicate for an exact repeat, a conflict for a different one, nothing when there is none yet. */
-    const existing = (fingerprint: string, submission: FeedbackSubmission) =>
+    const existing = (fingerprint: KeyFingerprint, submission: FeedbackSubmission) =>
       Effect.gen(function* () {
-        const rows = yield* sql<{ fingerprint: string; category: string; note: string }>`
-          SELECT fingerprint, category, note FROM credit_feedback WHERE request_id = ${submission.requestId}`
-        const row = rows[0]
+        const row = Option.getOrUndefined(yield* recorded(submission.requestId))
         if (row === undefined) return "none" as const
         const same = row.fingerprint === fingerprint && row.category === submission.category && row.note === submission.note
         return same ? ("duplicate" as const) : yield* Effect.fail(conflict())
       })
 
-    const submit = (fingerprint: string, submission: FeedbackSubmission) =>
+    const submit = (fingerprint: KeyFingerprint, submission: FeedbackSubmission) =>
       Effect.gen(function* () {
         const nowMs = yield* Clock.currentTimeMillis
         const now = new Date(nowMs)
         const oldestAllowed = new Date(nowMs - FEEDBACK_MAX_AGE_MS)
-        const eligible = yield* sql<{ request_id: string }>`
-          SELECT request_id FROM analysis_requests
-          WHERE request_id = ${submission.requestId}
-            AND payer = ${payerIdOf(fingerprint)}
-            AND status IN ('paid', 'failed')
-            AND created_at >= ${oldestAllowed}`
-        if (eligible.length === 0) return yield* Effect.fail(notEligible())
+        const eligible = yield* eligibleRequest({ requestId: submission.requestId, payer: payerIdOf(fingerprint), oldestAllowed })
+        if (Option.isNone(eligible)) return yield* Effect.fail(notEligible())
         // An exact repeat is answered before the limits, so a retried submission never gets 429.
         if ((yield* existing(fingerprint, submission)) === "duplicate") return { duplicate: true }
 
@@ -68,23 +137,18 @@ export class Feedback extends Effect.Service<Feedback>()("morsel/credits/Feedbac
           // Serializes submissions so the per-key and global counts cannot be overtaken by a concurrent insert.
           yield* sql`SELECT pg_advisory_xact_lock(hashtext('morsel.credit_feedback'))`
           yield* sql`DELETE FROM credit_feedback WHERE created_at < ${oldestAllowed}`
-          const [perKey] = yield* sql<{ n: number }>`
-            SELECT count(*)::int AS n FROM credit_feedback WHERE fingerprint = ${fingerprint} AND created_at > ${windowStart}`
+          const perKey = Option.getOrUndefined(yield* countOfKey({ fingerprint, windowStart }))
           if (perKey !== undefined && perKey.n >= limits.feedbackPerKeyPerDay) return yield* new FeedbackLimited({ scope: "key" })
-          const [global] = yield* sql<{ n: number }>`
-            SELECT count(*)::int AS n FROM credit_feedback WHERE created_at > ${windowStart}`
+          const global = Option.getOrUndefined(yield* countOfAll(windowStart))
           if (global !== undefined && global.n >= limits.feedbackGlobalPerDay) return yield* new FeedbackLimited({ scope: "global" })
-          return yield* sql<{ request_id: string }>`
-            INSERT INTO credit_feedback (request_id, fingerprint, category, note, created_at)
-            VALUES (${submission.requestId}, ${fingerprint}, ${submission.category}, ${submission.note}, ${now})
-            ON CONFLICT (request_id) DO NOTHING
-            RETURNING request_id`
+          const { requestId, category, note } = submission
+          return yield* insert({ requestId, fingerprint, category, note, now })
         }).pipe(sql.withTransaction)
-        if (inserted.length > 0) return { duplicate: false }
+        if (Option.isSome(inserted)) return { duplicate: false }
         // A concurrent submission for the same request won: same content is a duplicate, other content a conflict.
         return (yield* existing(fingerprint, submission)) === "duplicate" ? { duplicate: true } : yield* Effect.fail(conflict())
       })
 
-    return { submit }
+    return Feedback.of({ submit })
   })
-}) {}
+)

@@ -14,20 +14,24 @@
  *   no order of the key is reversed any more (or an operator lifts it).
  * - Credits never expire; nothing here runs on a timer.
  */
-import { SqlClient, type SqlError } from "@effect/sql"
-import { Clock, Data, Effect, Metric, Option } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "@effect/sql"
+import { Clock, Context, Data, Effect, Layer, Metric, Option, Schema } from "effect"
+import { KeyFingerprint, OrderId } from "../domain/ids.ts"
 import { Ids } from "../ids.ts"
 import { creditsGranted } from "../observability/metrics.ts"
+import { decodedOrDie } from "./rows.ts"
 
 /** Credits in one pack bought for USD 5.00. */
 export const PACK_CREDITS: 500 = 500
 
-export interface Account {
-  readonly fingerprint: string
-  readonly available: number
-  readonly reserved: number
-  readonly blocked: boolean
-}
+/** A key's balance row. */
+export const Account = Schema.Struct({
+  fingerprint: KeyFingerprint,
+  available: Schema.Number,
+  reserved: Schema.Number,
+  blocked: Schema.Boolean
+})
+export type Account = typeof Account.Type
 
 /** What callers may show: `credits_remaining` never goes below zero even when a reversal overdrew the key. */
 export const creditsRemaining = (account: Account): number => Math.max(0, account.available)
@@ -50,29 +54,72 @@ export interface ReversalCause {
   readonly reverses: boolean
 }
 
-export interface HeldReservation {
-  readonly reservationId: string
-  readonly requestId: string
-  readonly fingerprint: string
-  readonly state: "held" | "consumed" | "released"
-}
+export const HeldReservation = Schema.Struct({
+  reservationId: Schema.String,
+  requestId: Schema.String,
+  fingerprint: KeyFingerprint,
+  state: Schema.Literal("held", "consumed", "released")
+})
+export type HeldReservation = typeof HeldReservation.Type
+
+/** The keys of the rows a statement touched, or the state it found. */
+const EntryRow = Schema.Struct({ entry_id: Schema.String })
+const StateRow = Schema.Struct({ state: Schema.String })
+const CountRow = Schema.Struct({ n: Schema.Number })
+const KindRow = Schema.Struct({ kind: Schema.String })
+const FingerprintRow = Schema.Struct({ fingerprint: KeyFingerprint })
+const ReservationIdRow = Schema.Struct({ reservation_id: Schema.String })
 
 type SettleOutcome = "settled" | "already_consumed" | "already_released" | "unknown"
 
+export class Ledger extends Context.Tag("morsel/credits/Ledger")<
+  Ledger,
+  {
+    readonly account: (fingerprint: KeyFingerprint) => Effect.Effect<Option.Option<Account>, SqlError.SqlError>
+    /** Makes the key known (its first checkout); a no-op when it already is. Call inside the order's transaction. */
+    readonly openAccount: (fingerprint: KeyFingerprint) => Effect.Effect<void, SqlError.SqlError>
+    /** Gives back credits held for analyses no longer running, once `olderThan` has passed; how many. */
+    readonly releaseOrphans: (olderThan: Date) => Effect.Effect<number, SqlError.SqlError>
+    /** Grants the pack of a verified paid order exactly once and marks the order paid; true when this call granted. */
+    readonly grant: (orderId: OrderId, fingerprint: KeyFingerprint) => Effect.Effect<boolean, SqlError.SqlError>
+    /** Records a refund or dispute of the order and reverses or restores it accordingly. */
+    readonly applyCause: (
+      orderId: OrderId,
+      fingerprint: KeyFingerprint,
+      cause: ReversalCause
+    ) => Effect.Effect<"reversed" | "restored" | "unchanged", SqlError.SqlError>
+    /** Holds one credit of `fingerprint` for the analysis `requestId` (the same reservation when repeated). */
+    readonly reserve: (
+      fingerprint: KeyFingerprint,
+      requestId: string
+    ) => Effect.Effect<HeldReservation, ReserveRefused | ReservationConflict | SqlError.SqlError>
+    /** Consumes a held credit; idempotent (a second call, or one after release, changes nothing). */
+    readonly consume: (reservationId: string) => Effect.Effect<SettleOutcome, SqlError.SqlError>
+    /** Returns a held credit; idempotent (a second call, or one after consume, changes nothing). */
+    readonly release: (reservationId: string) => Effect.Effect<SettleOutcome, SqlError.SqlError>
+    /** Releases whatever credit the analysis `requestId` still holds (an attempt abandoned mid-analysis). */
+    readonly releaseRequest: (requestId: string) => Effect.Effect<void, SqlError.SqlError>
+  }
+>() {}
+
 const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms)))
 
-export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
-  effect: Effect.gen(function* () {
+export const LedgerLive = Layer.effect(
+  Ledger,
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const account = (fingerprint: string): Effect.Effect<Option.Option<Account>, SqlError.SqlError> =>
-      sql<Account>`
-        SELECT fingerprint, available, reserved, blocked FROM credit_accounts WHERE fingerprint = ${fingerprint}`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]))
-      )
+    const account = decodedOrDie(
+      SqlSchema.findOne({
+        Request: KeyFingerprint,
+        Result: Account,
+        execute: (fingerprint) => sql`
+          SELECT fingerprint, available, reserved, blocked FROM credit_accounts WHERE fingerprint = ${fingerprint}`
+      })
+    )
 
     /** Makes the key known (its first checkout); a no-op when it already is. Call inside the order's transaction. */
-    const openAccount = (fingerprint: string) =>
+    const openAccount = (fingerprint: KeyFingerprint) =>
       Effect.gen(function* () {
         const at = yield* now
         yield* sql`
@@ -80,15 +127,23 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
           ON CONFLICT (fingerprint) DO NOTHING`
       })
 
-    /** Adds one pack for `orderId` unless that order was granted before; true when this call granted. */
-    const grantInTransaction = (orderId: string, fingerprint: string, at: Date) =>
-      Effect.gen(function* () {
-        const inserted = yield* sql<{ entry_id: string }>`
+    const insertGrant = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.Struct({ orderId: OrderId, fingerprint: KeyFingerprint, at: Schema.DateFromSelf }),
+        Result: EntryRow,
+        execute: ({ orderId, fingerprint, at }) => sql`
           INSERT INTO credit_entries (fingerprint, kind, order_id, available_delta, reserved_delta, created_at)
           VALUES (${fingerprint}, 'grant', ${orderId}, ${PACK_CREDITS}, 0, ${at})
           ON CONFLICT (order_id) WHERE kind = 'grant' DO NOTHING
           RETURNING entry_id`
-        if (inserted.length === 0) return false
+      })
+    )
+
+    /** Adds one pack for `orderId` unless that order was granted before; true when this call granted. */
+    const grantInTransaction = (orderId: OrderId, fingerprint: KeyFingerprint, at: Date) =>
+      Effect.gen(function* () {
+        const inserted = yield* insertGrant({ orderId, fingerprint, at })
+        if (Option.isNone(inserted)) return false
         yield* sql`
           UPDATE credit_accounts SET available = available + ${PACK_CREDITS}, updated_at = ${at}
           WHERE fingerprint = ${fingerprint}`
@@ -96,13 +151,16 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
       })
 
     /** Locks the order's row: every change of an order's state (grant, reversal, restoration) runs under it. */
-    const lockOrder = (orderId: string) =>
-      sql<{ state: string }>`SELECT state FROM credit_orders WHERE order_id = ${orderId} FOR UPDATE`.pipe(
-        Effect.map((rows) => rows[0]?.state)
-      )
+    const lockOrder = decodedOrDie(
+      SqlSchema.findOne({
+        Request: OrderId,
+        Result: StateRow,
+        execute: (orderId) => sql`SELECT state FROM credit_orders WHERE order_id = ${orderId} FOR UPDATE`
+      })
+    )
 
     /** Grants the pack of a verified paid order exactly once and marks the order paid. */
-    const grant = (orderId: string, fingerprint: string) =>
+    const grant = (orderId: OrderId, fingerprint: KeyFingerprint) =>
       Effect.gen(function* () {
         const at = yield* now
         yield* lockOrder(orderId)
@@ -117,10 +175,16 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
       )
 
     /** The next cycle number of an order's `kind` entries (reversal or restoration). */
-    const nextCycle = (orderId: string, kind: "reversal" | "restoration") =>
-      sql<{ n: number }>`SELECT count(*)::int AS n FROM credit_entries WHERE order_id = ${orderId} AND kind = ${kind}`.pipe(
-        Effect.map((rows) => (rows[0]?.n ?? 0) + 1)
-      )
+    const countEntries = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.Struct({ orderId: OrderId, kind: Schema.Literal("reversal", "restoration") }),
+        Result: CountRow,
+        execute: ({ orderId, kind }) =>
+          sql`SELECT count(*)::int AS n FROM credit_entries WHERE order_id = ${orderId} AND kind = ${kind}`
+      })
+    )
+    const nextCycle = (orderId: OrderId, kind: "reversal" | "restoration") =>
+      countEntries({ orderId, kind }).pipe(Effect.map((row) => Option.match(row, { onNone: () => 0, onSome: (r) => r.n }) + 1))
 
     /**
      * Records what a refund or dispute of the order now says, then makes the order agree with its causes: it is
@@ -129,10 +193,20 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
      * out-of-order webhooks change nothing twice. A refund proves a payment: an order whose grant had not
      * arrived yet is granted and reversed together. The order row, then the account row, is locked first.
      */
-    const applyCause = (orderId: string, fingerprint: string, cause: ReversalCause) =>
+    /** The first recorded cause of the order that still takes the money back. */
+    const holdingCause = decodedOrDie(
+      SqlSchema.findOne({
+        Request: OrderId,
+        Result: KindRow,
+        execute: (orderId) => sql`
+          SELECT kind FROM credit_reversal_causes WHERE order_id = ${orderId} AND reverses ORDER BY updated_at LIMIT 1`
+      })
+    )
+
+    const applyCause = (orderId: OrderId, fingerprint: KeyFingerprint, cause: ReversalCause) =>
       Effect.gen(function* () {
         const at = yield* now
-        const state = yield* lockOrder(orderId)
+        const state = Option.getOrUndefined(Option.map(yield* lockOrder(orderId), (row) => row.state))
         yield* sql`SELECT fingerprint FROM credit_accounts WHERE fingerprint = ${fingerprint} FOR UPDATE`
         yield* sql`
           INSERT INTO credit_reversal_causes (cause_id, order_id, kind, status, stage, reverses, updated_at)
@@ -140,8 +214,7 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
           ON CONFLICT (cause_id) DO UPDATE
           SET status = EXCLUDED.status, stage = EXCLUDED.stage, reverses = EXCLUDED.reverses, updated_at = EXCLUDED.updated_at
           WHERE credit_reversal_causes.stage < EXCLUDED.stage`
-        const [holding] = yield* sql<{ kind: string }>`
-          SELECT kind FROM credit_reversal_causes WHERE order_id = ${orderId} AND reverses ORDER BY updated_at LIMIT 1`
+        const holding = Option.getOrUndefined(yield* holdingCause(orderId))
         if (holding !== undefined && state !== "reversed") {
           yield* grantInTransaction(orderId, fingerprint, at)
           const cycle = yield* nextCycle(orderId, "reversal")
@@ -174,21 +247,33 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
         return "unchanged" as const
       }).pipe(sql.withTransaction)
 
-    const reservationFor = (requestId: string) =>
-      sql<HeldReservation>`
-        SELECT reservation_id AS "reservationId", request_id AS "requestId", fingerprint, state
-        FROM credit_reservations WHERE request_id = ${requestId} AND state IN ('held', 'consumed')`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]))
-      )
+    const reservationFor = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.String,
+        Result: HeldReservation,
+        execute: (requestId) => sql`
+          SELECT reservation_id AS "reservationId", request_id AS "requestId", fingerprint, state
+          FROM credit_reservations WHERE request_id = ${requestId} AND state IN ('held', 'consumed')`
+      })
+    )
 
-    const tryReserve = (fingerprint: string, requestId: string) =>
-      Effect.gen(function* () {
-        const at = yield* now
-        const debited = yield* sql<{ fingerprint: string }>`
+    /** Takes one available credit of an unpaused key into reserved; None when there is none to take. */
+    const debit = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.Struct({ fingerprint: KeyFingerprint, at: Schema.DateFromSelf }),
+        Result: FingerprintRow,
+        execute: ({ fingerprint, at }) => sql`
           UPDATE credit_accounts SET available = available - 1, reserved = reserved + 1, updated_at = ${at}
           WHERE fingerprint = ${fingerprint} AND NOT blocked AND available >= 1
           RETURNING fingerprint`
-        if (debited.length === 0) {
+      })
+    )
+
+    const tryReserve = (fingerprint: KeyFingerprint, requestId: string) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const debited = yield* debit({ fingerprint, at })
+        if (Option.isNone(debited)) {
           const current = yield* account(fingerprint)
           return yield* new ReserveRefused({
             reason: Option.match(current, {
@@ -212,7 +297,7 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
      * holds (or consumed) a credit returns that reservation instead of reserving twice.
      */
     const reserve = (
-      fingerprint: string,
+      fingerprint: KeyFingerprint,
       requestId: string
     ): Effect.Effect<HeldReservation, ReserveRefused | ReservationConflict | SqlError.SqlError> =>
       Effect.gen(function* () {
@@ -233,17 +318,32 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
         )
       })
 
-    const settle = (reservationId: string, to: "consumed" | "released"): Effect.Effect<SettleOutcome, SqlError.SqlError> =>
-      Effect.gen(function* () {
-        const at = yield* now
-        const moved = yield* sql<{ fingerprint: string }>`
+    /** Moves a held reservation to `to`; None when it was not held. */
+    const moveHeld = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.Struct({ reservationId: Schema.String, to: Schema.Literal("consumed", "released"), at: Schema.DateFromSelf }),
+        Result: FingerprintRow,
+        execute: ({ reservationId, to, at }) => sql`
           UPDATE credit_reservations SET state = ${to}, settled_at = ${at}
           WHERE reservation_id = ${reservationId} AND state = 'held'
           RETURNING fingerprint`
-        const row = moved[0]
+      })
+    )
+
+    const reservationState = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.String,
+        Result: StateRow,
+        execute: (reservationId) => sql`SELECT state FROM credit_reservations WHERE reservation_id = ${reservationId}`
+      })
+    )
+
+    const settle = (reservationId: string, to: "consumed" | "released"): Effect.Effect<SettleOutcome, SqlError.SqlError> =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const row = Option.getOrUndefined(yield* moveHeld({ reservationId, to, at }))
         if (row === undefined) {
-          const current = yield* sql<{ state: string }>`SELECT state FROM credit_reservations WHERE reservation_id = ${reservationId}`
-          const state = current[0]?.state
+          const state = Option.getOrUndefined(Option.map(yield* reservationState(reservationId), (r) => r.state))
           return state === "consumed" ? "already_consumed" : state === "released" ? "already_released" : "unknown"
         }
         if (to === "consumed") {
@@ -263,10 +363,18 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
       }).pipe(sql.withTransaction)
 
     /** Releases whatever credit the analysis `requestId` still holds (an attempt abandoned mid-analysis). */
+    const heldFor = decodedOrDie(
+      SqlSchema.findAll({
+        Request: Schema.String,
+        Result: ReservationIdRow,
+        execute: (requestId) => sql`
+          SELECT reservation_id FROM credit_reservations WHERE request_id = ${requestId} AND state = 'held'`
+      })
+    )
+
     const releaseRequest = (requestId: string) =>
       Effect.gen(function* () {
-        const held = yield* sql<{ reservation_id: string }>`
-          SELECT reservation_id FROM credit_reservations WHERE request_id = ${requestId} AND state = 'held'`
+        const held = yield* heldFor(requestId)
         for (const r of held) yield* settle(r.reservation_id, "released")
       })
 
@@ -274,31 +382,37 @@ export class Ledger extends Effect.Service<Ledger>()("morsel/credits/Ledger", {
      * Returns credits still held for analyses that are no longer running (closed, failed or never recorded)
      * once `olderThan` has passed: what a failed release or a lost answer to a reservation left behind.
      */
-    const releaseOrphans = (olderThan: Date) =>
-      Effect.gen(function* () {
-        const orphans = yield* sql<{ reservation_id: string }>`
+    const orphansBefore = decodedOrDie(
+      SqlSchema.findAll({
+        Request: Schema.DateFromSelf,
+        Result: ReservationIdRow,
+        execute: (olderThan) => sql`
           SELECT r.reservation_id FROM credit_reservations r
           LEFT JOIN analysis_requests a ON a.request_id = r.request_id
           WHERE r.state = 'held' AND r.created_at < ${olderThan} AND (a.request_id IS NULL OR a.status <> 'running')`
+      })
+    )
+
+    const releaseOrphans = (olderThan: Date) =>
+      Effect.gen(function* () {
+        const orphans = yield* orphansBefore(olderThan)
         for (const r of orphans) yield* settle(r.reservation_id, "released")
         return orphans.length
       })
 
-    return {
+    return Ledger.of({
       account,
       openAccount,
       releaseOrphans,
       grant,
       applyCause,
       reserve,
-      /** Consumes a held credit; idempotent (a second call, or one after release, changes nothing). */
-      consume: (reservationId: string) => settle(reservationId, "consumed"),
-      /** Returns a held credit; idempotent (a second call, or one after consume, changes nothing). */
-      release: (reservationId: string) => settle(reservationId, "released"),
+      consume: (reservationId) => settle(reservationId, "consumed"),
+      release: (reservationId) => settle(reservationId, "released"),
       releaseRequest
-    }
+    })
   })
-}) {}
+)
 
 /** PostgreSQL unique_violation (23505), as surfaced by @effect/sql-pg. */
 export const isUniqueViolation = (error: unknown): boolean => {

@@ -118,7 +118,7 @@ export const makeStripeProcessor = (settings: {
 }
 
 /** Stripe when STRIPE_SECRET_KEY is set, otherwise the Disabled processor (card credits answer 503). */
-export const ProcessorFromConfig = Layer.unwrapEffect(
+export const ProcessorLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     Option.match(config.stripe, {
       onNone: () => ProcessorDisabled,

@@ -3,6 +3,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
 import { InvalidRequest } from "../domain/errors.ts"
+import { OrderId } from "../domain/ids.ts"
 import { CreditKey, CreditKeyAuth, MorselApi } from "../http/Api.ts"
 import { withCreditCapacity, withRetryAfter } from "../limits/http.ts"
 import { Checkout } from "./Checkout.ts"
@@ -62,7 +63,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
         Effect.gen(function* () {
           yield* requirePayments
           const fp = yield* fingerprint
-          const result = yield* checkout.checkout(fp, payload.order_id, Option.fromNullable(payload.context))
+          const result = yield* checkout.checkout(fp, OrderId.make(payload.order_id), Option.fromNullable(payload.context))
           return result._tag === "Completed"
             ? { order_id: result.orderId, state: result.state, credits: PACK_CREDITS, amount_usd: "5.00" as const }
             : {
@@ -95,7 +96,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
         Effect.gen(function* () {
           yield* requirePayments
           const account = yield* knownAccount
-          const view = yield* checkout.status(account.fingerprint, payload.order_id)
+          const view = yield* checkout.status(account.fingerprint, OrderId.make(payload.order_id))
           const after = yield* orStorageUnavailable(ledger.account(account.fingerprint))
           return {
             order_id: view.orderId,

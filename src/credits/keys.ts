@@ -1,9 +1,10 @@
 /** Credit API keys: format and mode checks, the keyed fingerprint the server stores instead of a key. */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
-import { SqlClient } from "@effect/sql"
-import { Effect, Option, Redacted } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { AppConfig } from "../config.ts"
-import { PayerId } from "../domain/ids.ts"
+import { KeyFingerprint, PayerId } from "../domain/ids.ts"
+import { decodedOrDie } from "./rows.ts"
 
 /** `morsel_live_` in live mode, `morsel_test_` in test mode; never both on one server. */
 export const keyPrefix = (testMode: boolean) => (testMode ? "morsel_test_" : "morsel_live_")
@@ -38,20 +39,34 @@ export const FINGERPRINT_SECRET = "key_fingerprint"
  * Computes `HMAC-SHA-256(secret, key)` as hex. The secret is a per-database random row, so a copy of the
  * fingerprints alone cannot be matched against keys seen elsewhere.
  */
-export class KeyFingerprints extends Effect.Service<KeyFingerprints>()("morsel/credits/KeyFingerprints", {
-  effect: Effect.gen(function* () {
+export class KeyFingerprints extends Context.Tag("morsel/credits/KeyFingerprints")<
+  KeyFingerprints,
+  {
+    readonly testMode: boolean
+    /** The fingerprint of a well-formed key of this server's mode; None for anything else. */
+    readonly fingerprint: (key: Redacted.Redacted<string>) => Option.Option<KeyFingerprint>
+  }
+>() {}
+
+export const KeyFingerprintsLive = Layer.effect(
+  KeyFingerprints,
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* AppConfig
-    const rows = yield* sql<{ secret: Uint8Array }>`SELECT secret FROM credit_secrets WHERE name = ${FINGERPRINT_SECRET}`
-    const row = rows[0]
-    if (row === undefined) return yield* Effect.dieMessage("credit_secrets has no key_fingerprint row; run the migrations")
-    const secret = Buffer.from(row.secret)
-    const fingerprintOf = (key: string) => createHmac("sha256", secret).update(key, "utf8").digest("hex")
-    return {
+    const secretNamed = decodedOrDie(
+      SqlSchema.findOne({
+        Request: Schema.String,
+        Result: Schema.Struct({ secret: Schema.Uint8ArrayFromSelf }),
+        execute: (name) => sql`SELECT secret FROM credit_secrets WHERE name = ${name}`
+      })
+    )
+    const row = yield* secretNamed(FINGERPRINT_SECRET)
+    if (Option.isNone(row)) return yield* Effect.dieMessage("credit_secrets has no key_fingerprint row; run the migrations")
+    const secret = Buffer.from(row.value.secret)
+    const fingerprintOf = (key: string) => KeyFingerprint.make(createHmac("sha256", secret).update(key, "utf8").digest("hex"))
+    return KeyFingerprints.of({
       testMode: config.testMode,
-      /** The fingerprint of a well-formed key of this server's mode; None for anything else. */
-      fingerprint: (key: Redacted.Redacted<string>): Option.Option<string> =>
-        Option.map(parseCreditKey(Redacted.value(key), config.testMode), fingerprintOf)
-    }
+      fingerprint: (key) => Option.map(parseCreditKey(Redacted.value(key), config.testMode), fingerprintOf)
+    })
   })
-}) {}
+)

@@ -1,28 +1,28 @@
 /** The credits feature assembled: its services, its HttpApi group with the key middleware, and its raw routes. */
 import { Layer } from "effect"
-import { CreditCapacity } from "../limits/Capacity.ts"
-import { Checkout } from "./Checkout.ts"
-import { CreditFunding } from "./CreditFunding.ts"
-import { Feedback } from "./Feedback.ts"
+import { CreditCapacityLive } from "../limits/Capacity.ts"
+import { CheckoutLive } from "./Checkout.ts"
+import { CreditFunding, CreditFundingLive } from "./CreditFunding.ts"
+import { FeedbackLive } from "./Feedback.ts"
 import { CreditKeyAuthLive, CreditsHttpLive } from "./http.ts"
-import { KeyFingerprints } from "./keys.ts"
-import { Ledger } from "./Ledger.ts"
+import { KeyFingerprintsLive } from "./keys.ts"
+import { LedgerLive } from "./Ledger.ts"
 import type { Processor } from "./Processor.ts"
 import { MemoryCards, ProcessorMemory } from "./ProcessorMemory.ts"
-import { ProcessorFromConfig } from "./ProcessorStripe.ts"
+import { ProcessorLive } from "./ProcessorStripe.ts"
 import { CreditsRoutes } from "./routes.ts"
 import { SandboxCheckoutRoutes } from "./sandbox.ts"
-import { Webhooks } from "./webhooks.ts"
+import { WebhooksLive } from "./webhooks.ts"
 
 /** Every credits service on the given card processor; needs AppConfig, SqlClient and what the processor needs. */
 export const CreditsServicesWith = <P, E, R>(processor: Layer.Layer<P | Processor, E, R>) =>
-  Layer.mergeAll(Webhooks.Default, CreditFunding.Default, Feedback.Default, CreditCapacity.Live).pipe(
-    Layer.provideMerge(Checkout.Default),
-    Layer.provideMerge(Layer.mergeAll(Ledger.Default, KeyFingerprints.Default, processor))
+  Layer.mergeAll(WebhooksLive, CreditFundingLive, FeedbackLive, CreditCapacityLive).pipe(
+    Layer.provideMerge(CheckoutLive),
+    Layer.provideMerge(Layer.mergeAll(LedgerLive, KeyFingerprintsLive, processor))
   )
 
 /** Every credits service with the processor the settings choose (Stripe, or Disabled); needs AppConfig and SqlClient. */
-export const CreditsServicesLive = CreditsServicesWith(ProcessorFromConfig)
+export const CreditsServicesLive = CreditsServicesWith(ProcessorLive)
 
 /**
  * Every credits service on the in-memory processor (the sandbox), MemoryCards included; needs AppConfig (test

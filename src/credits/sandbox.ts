@@ -3,8 +3,8 @@
  * processor then reports reaches the service as signed webhook events through the one webhook receiver.
  */
 import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
-import { Data, Effect, Layer, Option } from "effect"
-import type { CardSession, Json } from "./cards.ts"
+import { Context, Data, Effect, Layer, Option } from "effect"
+import type { CardSession, Json, RefundStatus } from "./cards.ts"
 import { PACK_CREDITS } from "./Ledger.ts"
 import { MemoryCards } from "./ProcessorMemory.ts"
 import { Webhooks } from "./webhooks.ts"
@@ -18,8 +18,28 @@ export class SandboxRefused extends Data.TaggedError("SandboxRefused")<{
 /** Where the cardholder returns after paying: the success URL the checkout was created with. */
 const returnUrl = (s: CardSession) => s.success_url.replaceAll("{CHECKOUT_SESSION_ID}", s.id)
 
-export class SandboxCheckout extends Effect.Service<SandboxCheckout>()("morsel/credits/SandboxCheckout", {
-  effect: Effect.gen(function* () {
+export class SandboxCheckout extends Context.Tag("morsel/credits/SandboxCheckout")<
+  SandboxCheckout,
+  {
+    readonly session: (sessionId: string) => Effect.Effect<CardSession, SandboxRefused>
+    /** The cardholder pays: the session completes paid and `checkout.session.completed` is delivered. */
+    readonly pay: (sessionId: string) => Effect.Effect<
+      { readonly session_id: string; readonly order_id: string | null; readonly payment_status: string; readonly return_url: string },
+      SandboxRefused
+    >
+    /** The merchant refunds the payment in full: `refund.created` and `charge.refunded` are delivered. */
+    readonly refund: (sessionId: string) => Effect.Effect<
+      { readonly session_id: string; readonly order_id: string | null; readonly refund_id: string; readonly refund_status: RefundStatus },
+      SandboxRefused
+    >
+    /** Sends one event the way Stripe would. */
+    readonly deliver: (event: Json) => Effect.Effect<void>
+  }
+>() {}
+
+export const SandboxCheckoutLive = Layer.effect(
+  SandboxCheckout,
+  Effect.gen(function* () {
     const memory = yield* MemoryCards
     const webhooks = yield* Webhooks
     const { cards } = memory
@@ -66,9 +86,9 @@ export class SandboxCheckout extends Effect.Service<SandboxCheckout>()("morsel/c
         return { session_id: s.id, order_id: s.client_reference_id, refund_id: r.id, refund_status: r.status }
       })
 
-    return { session, pay, refund, deliver }
+    return SandboxCheckout.of({ session, pay, refund, deliver })
   })
-}) {}
+)
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c)
@@ -150,4 +170,4 @@ export const SandboxCheckoutRoutes = HttpLayerRouter.use((router) =>
       )
     )
   })
-).pipe(Layer.provide(SandboxCheckout.Default))
+).pipe(Layer.provide(SandboxCheckoutLive))

@@ -2,7 +2,7 @@
  * Webhook events of the card processor: the signature check, the events that move orders, and what each does.
  * Stripe's deliveries and the in-memory processor's internal ones go through the same `receive`.
  */
-import { Clock, Effect, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { Checkout } from "./Checkout.ts"
 import type { ReversalCause } from "./Ledger.ts"
 import { Processor } from "./Processor.ts"
@@ -78,8 +78,17 @@ export interface WebhookAnswer {
 
 const answer = (status: number, code: string, message: string): WebhookAnswer => ({ status, body: { error: { code, message } } })
 
-export class Webhooks extends Effect.Service<Webhooks>()("morsel/credits/Webhooks", {
-  effect: Effect.gen(function* () {
+export class Webhooks extends Context.Tag("morsel/credits/Webhooks")<
+  Webhooks,
+  {
+    /** One delivery with its raw body and Stripe-Signature header; the answer the processor gets back. */
+    readonly receive: (rawBody: Option.Option<string>, signature: string | undefined) => Effect.Effect<WebhookAnswer>
+  }
+>() {}
+
+export const WebhooksLive = Layer.effect(
+  Webhooks,
+  Effect.gen(function* () {
     const checkout = yield* Checkout
     const processor = yield* Processor
 
@@ -171,6 +180,6 @@ export class Webhooks extends Effect.Service<Webhooks>()("morsel/credits/Webhook
         )
       })
 
-    return { receive }
+    return Webhooks.of({ receive })
   })
-}) {}
+)

@@ -5,6 +5,18 @@ import { energyDistance, guessScore, isPlausible } from "./plausibility.ts"
 import { DIET_VARIANT, isCookedByDefault, oddPartOf, recordPrior } from "./recordTraits.ts"
 import type { FoodRecord } from "./records.ts"
 import { brandWords, descriptionAsides, descriptionSegments, type QueryTerm, queryTerms, type StateWord, stateOf, trigrams } from "./text.ts"
+import {
+  CATEGORY_WORDS,
+  CLASS_HEADS,
+  DRY_FORMS,
+  EQUIVALENT,
+  FRIED,
+  NAME_ENDS,
+  NEUTRAL,
+  NOT_COOKING,
+  RAWISH,
+  usefulCommonNames
+} from "./vocabulary.ts"
 
 /** Reported in every result; bump it whenever ranking, vocabulary or thresholds change. */
 export const MATCHER_VERSION = "usda-match-2"
@@ -48,59 +60,6 @@ export interface FoodIndex {
 
 /** How many prepared queries an index keeps; past that it starts afresh (a query costs about 40 µs to prepare). */
 const PREPARED_QUERIES = 1024
-
-const DRY_FORMS: ReadonlySet<StateWord> = new Set(["dry", "dried", "dehydrated", "powder", "concentrate"])
-const RAWISH: ReadonlySet<StateWord> = new Set(["raw", "uncooked", "unprepared"])
-const NOT_COOKING: ReadonlySet<StateWord> = new Set([...DRY_FORMS, ...RAWISH, "canned", "frozen", "smoked"])
-const FRIED: ReadonlySet<StateWord> = new Set(["fried", "panfried"])
-
-/** Which record states satisfy a preparation the query names, best first. */
-const EQUIVALENT: Partial<Record<StateWord, ReadonlyArray<StateWord>>> = {
-  boiled: ["boiled", "cooked", "moistheat", "simmered", "stewed", "steamed", "poached"],
-  steamed: ["steamed", "boiled", "cooked", "moistheat"],
-  grilled: ["grilled", "broiled", "roasted", "dryheat", "baked"],
-  broiled: ["broiled", "grilled", "roasted", "dryheat", "baked"],
-  roasted: ["roasted", "baked", "dryheat", "broiled", "grilled"],
-  baked: ["baked", "roasted", "dryheat", "broiled", "heated"],
-  fried: ["fried", "panfried"],
-  panfried: ["panfried", "fried"],
-  braised: ["braised", "stewed", "simmered", "moistheat"],
-  stewed: ["stewed", "braised", "simmered", "moistheat", "boiled"],
-  simmered: ["simmered", "stewed", "braised", "moistheat", "boiled"],
-  poached: ["poached", "moistheat", "boiled"],
-  scrambled: ["scrambled"],
-  hardboiled: ["hardboiled", "boiled"],
-  softboiled: ["softboiled", "poached", "hardboiled"],
-  microwaved: ["microwaved", "cooked", "heated"],
-  heated: ["heated", "baked", "cooked", "microwaved"],
-  toasted: ["toasted"],
-  dryheat: ["dryheat", "roasted", "baked", "broiled", "grilled"],
-  moistheat: ["moistheat", "boiled", "braised", "stewed", "simmered"]
-}
-
-/** Category words USDA puts before the food itself ("Fast foods, hamburger", "Beverages, coffee"). */
-const CATEGORY_WORDS = new Set(
-  "fast food restaurant beverage alcoholic snack candy cereal spice fish crustacean mollusk nut seed italian chinese mexican latino japanese family style".split(" ")
-)
-
-
-/** Qualifiers that do not make a record a different food; a query need not mention them. */
-const NEUTRAL = new Set(
-  "pre sliced with without salt added gram ounce oz per cup enriched unenriched drained regular all commercial commercially variety type grade includes include mature seed solid liquid fluid year round average ns nfs as to form usda vitamin fortified not or and by from".split(
-    " "
-  )
-)
-
-/** Heads that name a class whose members USDA lists in the next segment: "Melons, cantaloupe" is a cantaloupe, "Rolls, hamburger" is not a hamburger. */
-const CLASS_HEADS = new Set(
-  "melon cabbage bread sauce soup cheese seed gravy syrup meat pepper lettuce squash bean pea oil vinegar pickle dessert gelatin topping cereal nut fish crustacean mollusk spice dressing juice tea coffee".split(" ")
-)
-
-/** Words after which a head segment lists ingredients rather than naming the food. */
-const NAME_ENDS = new Set(["made", "with", "from", "in", "prepared", "includes", "con", "del"])
-
-/** SR28 sometimes files procurement notes as common names; they are not names of the food. */
-const usefulCommonNames = (names: string | null) => (names === null || /^includes usda/i.test(names) ? [] : descriptionSegments(names).flat())
 
 const indexFood = (
   record: FoodRecord

@@ -6,13 +6,13 @@ import { rowsOf } from "../db/rows.ts"
 import { TooManyRequests } from "../domain/errors.ts"
 import { fixedWindowStart, MINUTE_MS } from "./window.ts"
 
+/** A window's count after this request, returned only when the request fit in it. */
+const counted = rowsOf(Schema.Struct({ requests: Schema.Number }))
+
 export interface CapacitySettings {
   readonly perKeyPerMinute: number
   readonly globalPerMinute: number
 }
-
-/** A window's count after this request, returned only when the request fit in it. */
-const counted = rowsOf(Schema.Struct({ requests: Schema.Number }))
 
 export class CreditCapacity extends Context.Tag("morsel/CreditCapacity")<
   CreditCapacity,
@@ -23,58 +23,58 @@ export class CreditCapacity extends Context.Tag("morsel/CreditCapacity")<
      */
     readonly admit: (subject: string) => Effect.Effect<void, TooManyRequests>
   }
->() {
-  /** No capacity limit: for tests of other features. */
-  static readonly unlimited = Layer.succeed(CreditCapacity, { admit: () => Effect.void })
+>() {}
 
-  /**
-   * Fixed one-minute windows (a burst may reach twice the rate across a minute boundary; fine for a guard).
-   * Each count is one conditional upsert, atomic across instances without a lock. The counters' own storage
-   * failing lets the request through: the endpoint itself then answers for its storage.
-   */
-  static readonly layer = (settings: CapacitySettings): Layer.Layer<CreditCapacity, never, SqlClient.SqlClient> =>
-    Layer.effect(
-      CreditCapacity,
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
+/** No capacity limit: for tests of other features. */
+export const CreditCapacityUnlimited = Layer.succeed(CreditCapacity, { admit: () => Effect.void })
 
-        /** True when the request fits in `scope`'s window (and was counted), false when the window is full. */
-        const count = (scope: string, window: Date, limit: number) =>
-          Effect.map(
-            counted(sql`
-              INSERT INTO capacity_counters (scope, window_start, requests) VALUES (${scope}, ${window}, 1)
-              ON CONFLICT (scope, window_start) DO UPDATE SET requests = capacity_counters.requests + 1
-              WHERE capacity_counters.requests < ${limit}
-              RETURNING requests`),
-            (rows) => rows[0]?.requests
-          )
+/**
+ * Fixed one-minute windows (a burst may reach twice the rate across a minute boundary; fine for a guard).
+ * Each count is one conditional upsert, atomic across instances without a lock. The counters' own storage
+ * failing lets the request through: the endpoint itself then answers for its storage.
+ */
+export const CreditCapacityWith = (settings: CapacitySettings): Layer.Layer<CreditCapacity, never, SqlClient.SqlClient> =>
+  Layer.effect(
+    CreditCapacity,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
 
-        const admit = (subject: string) =>
-          Effect.gen(function* () {
-            const window = new Date(fixedWindowStart(MINUTE_MS, yield* Clock.currentTimeMillis))
-            const refuse = (message: string) => new TooManyRequests({ error: { code: "capacity_limited", message } })
-            const perKey = yield* count(`key:${subject}`, window, settings.perKeyPerMinute)
-            if (perKey === undefined) {
-              return yield* Effect.fail(refuse(`This key made ${settings.perKeyPerMinute} credit requests this minute; respect Retry-After.`))
-            }
-            const global = yield* count("global", window, settings.globalPerMinute)
-            if (global === undefined) {
-              return yield* Effect.fail(refuse("The credit endpoints are at capacity this minute; respect Retry-After."))
-            }
-            // The first request of a new minute sweeps the finished windows.
-            if (global === 1) yield* sql`DELETE FROM capacity_counters WHERE window_start < ${window}`
-          }).pipe(
-            Effect.catchTag("SqlError", (error) => Effect.logWarning("capacity counters unavailable; request let through", error))
-          )
+      /** True when the request fits in `scope`'s window (and was counted), false when the window is full. */
+      const count = (scope: string, window: Date, limit: number) =>
+        Effect.map(
+          counted(sql`
+            INSERT INTO capacity_counters (scope, window_start, requests) VALUES (${scope}, ${window}, 1)
+            ON CONFLICT (scope, window_start) DO UPDATE SET requests = capacity_counters.requests + 1
+            WHERE capacity_counters.requests < ${limit}
+            RETURNING requests`),
+          (rows) => rows[0]?.requests
+        )
 
-        return CreditCapacity.of({ admit })
-      })
-    )
+      const admit = (subject: string) =>
+        Effect.gen(function* () {
+          const window = new Date(fixedWindowStart(MINUTE_MS, yield* Clock.currentTimeMillis))
+          const refuse = (message: string) => new TooManyRequests({ error: { code: "capacity_limited", message } })
+          const perKey = yield* count(`key:${subject}`, window, settings.perKeyPerMinute)
+          if (perKey === undefined) {
+            return yield* Effect.fail(refuse(`This key made ${settings.perKeyPerMinute} credit requests this minute; respect Retry-After.`))
+          }
+          const global = yield* count("global", window, settings.globalPerMinute)
+          if (global === undefined) {
+            return yield* Effect.fail(refuse("The credit endpoints are at capacity this minute; respect Retry-After."))
+          }
+          // The first request of a new minute sweeps the finished windows.
+          if (global === 1) yield* sql`DELETE FROM capacity_counters WHERE window_start < ${window}`
+        }).pipe(
+          Effect.catchTag("SqlError", (error) => Effect.logWarning("capacity counters unavailable; request let through", error))
+        )
 
-  /** From LIMIT_CREDITS_PER_KEY_PER_MINUTE and LIMIT_CREDITS_GLOBAL_PER_MINUTE (defaults 60 and 600). */
-  static readonly Live = Layer.unwrapEffect(
-    Effect.map(AppConfig, ({ limits }) =>
-      CreditCapacity.layer({ perKeyPerMinute: limits.creditsPerKeyPerMinute, globalPerMinute: limits.creditsGlobalPerMinute })
-    )
+      return CreditCapacity.of({ admit })
+    })
   )
-}
+
+/** From LIMIT_CREDITS_PER_KEY_PER_MINUTE and LIMIT_CREDITS_GLOBAL_PER_MINUTE (defaults 60 and 600). */
+export const CreditCapacityLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, ({ limits }) =>
+    CreditCapacityWith({ perKeyPerMinute: limits.creditsPerKeyPerMinute, globalPerMinute: limits.creditsGlobalPerMinute })
+  )
+)

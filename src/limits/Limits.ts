@@ -30,14 +30,14 @@ export class Limits extends Context.Tag("morsel/Limits")<
     /** Whether `peek` would succeed at `nowMs` from its last look alone (false when that look is stale or refused). */
     readonly openAt: (nowMs: number) => boolean
   }
->() {
-  /** No limits at all: for tests of other features. */
-  static readonly unlimited = Layer.succeed(Limits, {
-    admit: () => Effect.succeed({ release: Effect.void }),
-    peek: Effect.void,
-    openAt: () => true
-  })
-}
+>() {}
+
+/** No limits at all: for tests of other features. */
+export const LimitsUnlimited = Layer.succeed(Limits, {
+  admit: () => Effect.succeed({ release: Effect.void }),
+  peek: Effect.void,
+  openAt: () => true
+})
 
 /** How long an instance reuses its last look at the limits for 402 challenges (admission itself never reuses it). */
 export const PEEK_REUSE_MS = 1_000

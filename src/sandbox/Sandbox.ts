@@ -5,9 +5,9 @@
  */
 import { Console, Effect, Layer, Option } from "effect"
 import { VisionModelScripted } from "../analysis/VisionModelScripted.ts"
-import { AppConfig, type Settings } from "../config.ts"
+import { AppConfig, AppConfigFromEnv, type Settings } from "../config.ts"
 import { ProcessorMemory } from "../credits/ProcessorMemory.ts"
-import { SandboxCheckout, SandboxCheckoutRoutes } from "../credits/sandbox.ts"
+import { SandboxCheckoutLive, SandboxCheckoutRoutes } from "../credits/sandbox.ts"
 import * as Database from "../db/Database.ts"
 import { loadCommonFoods, storeFoods } from "../foods/commonFoods.ts"
 import { makeFoodDbLive } from "../foods/FoodDbLive.ts"
@@ -16,7 +16,7 @@ import { LimitsLive } from "../limits/Limits.ts"
 import { nodeServer } from "../http/nodeServer.ts"
 import { FundingLive, serveWith } from "../server.ts"
 import { ChainMemory } from "../x402/ChainMemory.ts"
-import { MemoryChain } from "../x402/MemoryChain.ts"
+import { MemoryChainLive } from "../x402/MemoryChain.ts"
 import { WalletsRoute } from "../x402/WalletsRoute.ts"
 import { SandboxMode } from "./mode.ts"
 import { SANDBOX_HEADER, SandboxMiddleware, Scenario, withScenarioLimits, withScenarioPayments, withScenarioVision } from "./scenario.ts"
@@ -55,7 +55,7 @@ export const sandboxConfig = (env: Readonly<Record<string, string | undefined>>)
   Layer.effect(
     AppConfig,
     Effect.map(AppConfig, (settings): Settings => ({ ...settings, testMode: true }))
-  ).pipe(Layer.provide(AppConfig.fromEnv(sandboxEnv(env))))
+  ).pipe(Layer.provide(AppConfigFromEnv(sandboxEnv(env))))
 
 /** Foods imported with `fooddb import` into an embedded database folder (read once; the folder must not be in use). */
 const importedFoods = (dataDir: string) =>
@@ -77,7 +77,7 @@ const sandboxFoods = (dataDir: Option.Option<string>) =>
 
 /** The sandbox's outside world, each part the in-memory substitute of a live one (the memory chain is shared by its users). */
 export const sandboxParts = (options: { readonly foodsFrom?: string } = {}) => {
-  const chain = MemoryChain.layer
+  const chain = MemoryChainLive
   return {
     vision: withScenarioVision(VisionModelScripted),
     foods: sandboxFoods(Option.fromNullable(options.foodsFrom)),
@@ -87,7 +87,7 @@ export const sandboxParts = (options: { readonly foodsFrom?: string } = {}) => {
     chain: ChainMemory.pipe(Layer.provide(chain)),
     database: Database.layer,
     routes: Layer.mergeAll(SandboxMiddleware, SandboxCheckoutRoutes, WalletsRoute),
-    routeServices: Layer.merge(SandboxCheckout.Default.pipe(Layer.provideMerge(ProcessorMemory)), chain)
+    routeServices: Layer.merge(SandboxCheckoutLive.pipe(Layer.provideMerge(ProcessorMemory)), chain)
   }
 }
 

@@ -42,13 +42,13 @@ const verdict = (chain: MemoryChain["Type"], payload: PaymentPayload, requiremen
     return invalid("invalid_exact_evm_transaction_simulation_failed")
   })
 
-const MemoryVerifier = Layer.effect(
+const VerifierMemory = Layer.effect(
   Verifier,
   Effect.map(MemoryChain, (chain) => ({ verify: (payload, requirements) => verdict(chain, payload, requirements) }))
 )
 
 /** Settlement as self-settlement does it: the hash recorded before the transaction is sent, one submission per claim. */
-const MemorySettlement = Layer.effect(
+const SettlementMemory = Layer.effect(
   Settlement,
   Effect.gen(function* () {
     const chain = yield* MemoryChain
@@ -112,7 +112,7 @@ const noNode = (() => {
   })
 })()
 
-const MemoryEvmChain = Layer.effect(
+const EvmChainMemory = Layer.effect(
   EvmChain,
   Effect.map(MemoryChain, (chain) => ({
     client: noNode,
@@ -133,4 +133,4 @@ const MemoryEvmChain = Layer.effect(
  * Verifier, Settlement and EvmChain on the memory chain (provide MemoryChain): signatures recovered for real,
  * the token's rules applied to an in-memory ledger, receipts whose `transaction` is a 32-byte hash.
  */
-export const ChainMemory = Layer.mergeAll(MemoryVerifier, MemorySettlement, MemoryEvmChain)
+export const ChainMemory = Layer.mergeAll(VerifierMemory, SettlementMemory, EvmChainMemory)

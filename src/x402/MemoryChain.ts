@@ -68,13 +68,13 @@ export class MemoryChain extends Context.Tag("morsel/x402/MemoryChain")<
     /** Move the chain's clock forward. */
     readonly advanceTime: (seconds: number) => Effect.Effect<void>
   }
->() {
-  /** A fresh memory chain for the configured token (X402_ASSET, Base USDC by default). */
-  static readonly layer = Layer.effect(
-    MemoryChain,
-    Effect.map(AppConfig, (settings) => makeMemoryChain(settings.x402.asset))
-  )
-}
+>() {}
+
+/** A fresh memory chain for the configured token (X402_ASSET, Base USDC by default). */
+export const MemoryChainLive = Layer.effect(
+  MemoryChain,
+  Effect.map(AppConfig, (settings) => makeMemoryChain(settings.x402.asset))
+)
 
 interface Transaction {
   readonly hash: Hex

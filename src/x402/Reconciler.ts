@@ -47,7 +47,7 @@ export interface ReconcilerOptions {
 export const emptyPass: ReconcilePass = { examined: 0, settled: [], failed: [], pending: 0 }
 
 /** Runs a pass every `interval` in a fiber tied to the layer's scope. */
-export const ReconcilerLive = (options: ReconcilerOptions = {}) =>
+export const X402ReconcilerLive = (options: ReconcilerOptions = {}) =>
   Layer.scoped(
     X402Reconciler,
     Effect.gen(function* () {
@@ -111,7 +111,7 @@ export const ReconcilerLive = (options: ReconcilerOptions = {}) =>
   )
 
 /** When x402 is off there is nothing to reconcile. */
-export const ReconcilerDisabled = Layer.effect(
+export const X402ReconcilerDisabled = Layer.effect(
   X402Reconciler,
   Effect.map(PubSub.unbounded<ReconcilePass>(), (passes) => ({ runOnce: Effect.succeed(emptyPass), passes }))
 )

@@ -21,6 +21,7 @@ import { privateKeyToAccount } from "viem/accounts"
 import { AppConfig } from "../config.ts"
 import type { RequestId } from "../domain/ids.ts"
 import { ChainUnavailable, EvmChain, eip3009Abi, paymentChain } from "./EvmChain.ts"
+import { refusedBeforeBroadcast } from "./facilitatorRefusals.ts"
 import { PaymentStore, type PaymentRecord } from "./PaymentStore.ts"
 import type { Authorization } from "./protocol.ts"
 import { type LeaseLost, makeSettlerNonces, type SettlerLease } from "./SettlerNonces.ts"
@@ -90,7 +91,7 @@ export const transferCalldata = (a: Authorization, signature: Hex): Hex => {
  * Self-settlement: our wallet (X402_SETTLER_PRIVATE_KEY) pays gas and submits the payer's authorization itself.
  * Several instances may share the wallet: nonces are chosen under its lease in PostgreSQL (SettlerNonces).
  */
-export const SelfSettlement = Layer.effect(
+export const SettlementSelf = Layer.effect(
   Settlement,
   Effect.gen(function* () {
     const settings = yield* AppConfig
@@ -299,7 +300,7 @@ const bumped = (fee: bigint) => fee + fee / 8n + 1n
 const bigMax = (a: bigint, b: bigint) => (a > b ? a : b)
 
 /** Settlement through an x402 facilitator's /settle (X402_FACILITATOR_URL). */
-export const FacilitatorSettlement = Layer.effect(
+export const SettlementFacilitator = Layer.effect(
   Settlement,
   Effect.gen(function* () {
     const settings = yield* AppConfig
@@ -362,32 +363,6 @@ export const FacilitatorSettlement = Layer.effect(
     }
   })
 )
-
-/**
- * Reasons the exact-EVM facilitator gives only from its verification, before it sends anything. Anything else
- * (invalid_exact_evm_transaction_failed is also what a timed-out send becomes) may follow a broadcast.
- */
-const PRE_BROADCAST_REASONS: ReadonlySet<string> = new Set([
-  "invalid_exact_evm_scheme",
-  "invalid_exact_evm_network_mismatch",
-  "invalid_exact_evm_missing_eip712_domain",
-  "invalid_exact_evm_recipient_mismatch",
-  "invalid_exact_evm_signature",
-  "invalid_exact_evm_payload_authorization_valid_before",
-  "invalid_exact_evm_payload_authorization_valid_after",
-  "invalid_exact_evm_authorization_value",
-  "invalid_exact_evm_payload_authorization_value_mismatch",
-  "invalid_exact_evm_token_name_mismatch",
-  "invalid_exact_evm_token_version_mismatch",
-  "invalid_exact_evm_eip3009_not_supported",
-  "invalid_exact_evm_insufficient_balance",
-  "invalid_exact_evm_transaction_simulation_failed",
-  "invalid_exact_evm_failed_to_parse_signature",
-  "unsupported_payload_type",
-  "eip6492_factory_not_allowed"
-])
-
-export const refusedBeforeBroadcast = (reason: string): boolean => PRE_BROADCAST_REASONS.has(reason)
 
 const txHash = (s: string | undefined): Option.Option<Hex> =>
   s !== undefined && isHex(s) && s.length === 66 ? Option.some(s) : Option.none()

@@ -20,7 +20,7 @@ export class Verifier extends Context.Tag("morsel/x402/Verifier")<
 const refused = (message: string) => new Error(`the verifier does not send transactions (${message})`)
 
 /** x402's own exact-EVM verifier over our RPC; it only reads, so its signer holds no key. */
-export const LocalVerifier = Layer.effect(
+export const VerifierLocal = Layer.effect(
   Verifier,
   Effect.gen(function* () {
     const { client } = yield* EvmChain
@@ -47,7 +47,7 @@ export const LocalVerifier = Layer.effect(
 )
 
 /** An x402 facilitator's /verify (X402_FACILITATOR_URL). */
-export const FacilitatorVerifier = Layer.effect(
+export const VerifierFacilitator = Layer.effect(
   Verifier,
   Effect.gen(function* () {
     const settings = yield* AppConfig

@@ -27,9 +27,9 @@ import {
   type Terms,
   unavailable
 } from "./protocol.ts"
-import { ReconcilerDisabled, ReconcilerLive, type ReconcilerOptions, type X402Reconciler } from "./Reconciler.ts"
-import { FacilitatorSettlement, SelfSettlement, type Settlement } from "./Settlement.ts"
-import { FacilitatorVerifier, LocalVerifier, Verifier } from "./Verifier.ts"
+import { type ReconcilerOptions, type X402Reconciler, X402ReconcilerDisabled, X402ReconcilerLive } from "./Reconciler.ts"
+import { type Settlement, SettlementFacilitator, SettlementSelf } from "./Settlement.ts"
+import { Verifier, VerifierFacilitator, VerifierLocal } from "./Verifier.ts"
 
 /** Blocks before the head at verification from which a spend of the authorization is searched (RPC nodes may lag). */
 const CLAIM_BLOCK_MARGIN = 100n
@@ -354,9 +354,9 @@ export const ChainFromSettings: Layer.Layer<ChainServices, ConfigError.ConfigErr
   Effect.gen(function* () {
     const settings = yield* AppConfig
     const route = Option.isSome(settings.x402.facilitatorUrl)
-      ? Layer.merge(FacilitatorSettlement, FacilitatorVerifier)
+      ? Layer.merge(SettlementFacilitator, VerifierFacilitator)
       : Option.isSome(settings.x402.settlerPrivateKey)
-        ? Layer.merge(SelfSettlement, LocalVerifier)
+        ? Layer.merge(SettlementSelf, VerifierLocal)
         : undefined
     if (!route) {
       return yield* Effect.fail(
@@ -382,11 +382,11 @@ export const X402Layer = <E = never, R = never>(
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const settings = yield* AppConfig
-      if (Option.isNone(settings.x402.payTo)) return Layer.merge(Layer.succeed(X402Funding, disabled), ReconcilerDisabled)
+      if (Option.isNone(settings.x402.payTo)) return Layer.merge(Layer.succeed(X402Funding, disabled), X402ReconcilerDisabled)
       const seam: Layer.Layer<ChainServices, ConfigError.ConfigError | E, AppConfig | PaymentStore | SqlClient.SqlClient | R> =
         chain ?? ChainFromSettings
       const services = PaymentsLive.pipe(Layer.provideMerge(seam), Layer.provideMerge(PaymentStoreLive))
-      return Layer.merge(X402FundingLive, ReconcilerLive({ minAge: settings.x402.confirmTimeoutMs, ...options })).pipe(
+      return Layer.merge(X402FundingLive, X402ReconcilerLive({ minAge: settings.x402.confirmTimeoutMs, ...options })).pipe(
         Layer.provide(services)
       )
     })

@@ -7,7 +7,7 @@ import { makeAdminClient } from "../../src/admin/client.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { newCreditKey } from "../../src/credits/keys.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { FundingLive } from "../../src/server.ts"
 import { balanceOf, fakeStripe, rest } from "../support/clients.ts"
 import { TestDatabase } from "../support/database.ts"
@@ -31,7 +31,7 @@ const setup = (env: Record<string, string> = { ADMIN_TOKEN: TOKEN }) =>
     const database = yield* Layer.build(TestDatabase.pipe(Layer.orDie))
     const { url } = yield* startServer({
       env: { ...stripe.env, OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url, ...env },
-      dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, Limits.unlimited),
+      dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, LimitsUnlimited),
       database: Layer.succeedContext(database)
     })
     const admin = yield* makeAdminClient(url, Redacted.make(TOKEN))

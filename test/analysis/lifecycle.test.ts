@@ -4,12 +4,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, TestClock } from "effect"
 import { InputFingerprint, RequestId } from "../../src/domain/ids.ts"
 import { Funding } from "../../src/analysis/Funding.ts"
-import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { inputFingerprint } from "../../src/analysis/AnalyzeRequests.ts"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { errorCode, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
@@ -25,10 +25,10 @@ const setup = Effect.gen(function* () {
   const fake = yield* startFakeOpenAI()
   fake.setFallback(Reply.answer(chickenRice))
   const database = yield* Layer.build(TestDatabase.pipe(Layer.orDie))
-  const funding = yield* Layer.build(fundingMemory({ alice: 10, bob: 10 }))
+  const funding = yield* Layer.build(FundingMemory({ alice: 10, bob: 10 }))
   const { url } = yield* startServer({
     env: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url },
-    dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, Layer.succeedContext(funding), Limits.unlimited),
+    dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, Layer.succeedContext(funding), LimitsUnlimited),
     database: Layer.succeedContext(database)
   })
   const analyze = (key: string, who = "alice") =>

@@ -2,10 +2,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
 import sharp from "sharp"
-import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { decodeDataUrl, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { errorCode, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
@@ -26,10 +26,10 @@ const KEY = "Bearer memory_alice"
 const setup = (env: Record<string, string> = {}) =>
   Effect.gen(function* () {
     const fake = yield* startFakeOpenAI()
-    const funding = yield* Layer.build(fundingMemory({ alice: 5 }))
+    const funding = yield* Layer.build(FundingMemory({ alice: 5 }))
     const { url } = yield* startServer({
       env: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url, VISION_MODEL: "fake-vision-1", ...env },
-      dependencies: Layer.mergeAll(VisionModelLive, oliveOilOnly, Layer.succeedContext(funding), Limits.unlimited)
+      dependencies: Layer.mergeAll(VisionModelLive, oliveOilOnly, Layer.succeedContext(funding), LimitsUnlimited)
     })
     const ledger = Context.get(funding, FundingMemoryLedger)
     const analyze = (body: Record<string, unknown>, idempotencyKey = "pipeline-key-000001", headers: Record<string, string> = { authorization: KEY }) =>

@@ -1,7 +1,7 @@
 // A failing model provider through HTTP with the real limits: a prompt 502, nothing charged, and never the payer's failure_limit.
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
 import { LimitsLive } from "../../src/limits/Limits.ts"
@@ -18,7 +18,7 @@ const DEADLINE_MS = 6_000
 /** A server with the real limits, a failure limit of 3, a short deadline and 10 credits for alice. */
 const setup = Effect.gen(function* () {
   const fake = yield* startFakeOpenAI()
-  const funding = yield* Layer.build(fundingMemory({ alice: 10 }))
+  const funding = yield* Layer.build(FundingMemory({ alice: 10 }))
   const { url } = yield* startServer({
     env: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url, LIMIT_FAILURES_PER_DAY: "3", ANALYSIS_TIMEOUT_MS: String(DEADLINE_MS) },
     dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, Layer.succeedContext(funding), LimitsLive)

@@ -3,13 +3,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
 import { InputFingerprint } from "../../src/domain/ids.ts"
 import { Funding } from "../../src/analysis/Funding.ts"
-import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
 import { attemptLeaseMs } from "../../src/limits/lease.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfig, AppConfigFromEnv } from "../../src/config.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { TestDatabase } from "../support/database.ts"
 import { bearerCredential } from "../support/funding.ts"
 import { startServer } from "../support/server.ts"
@@ -19,12 +19,12 @@ const SECOND = 1_000
 /** A running server (its sweeper included) and a way to leave an attempt behind as a crashed instance would. */
 const setup = Effect.gen(function* () {
   const database = yield* Layer.build(TestDatabase.pipe(Layer.orDie))
-  const funding = yield* Layer.build(fundingMemory({ bob: 10 }))
+  const funding = yield* Layer.build(FundingMemory({ bob: 10 }))
   yield* startServer({
-    dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, Layer.succeedContext(funding), Limits.unlimited),
+    dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, Layer.succeedContext(funding), LimitsUnlimited),
     database: Layer.succeedContext(database)
   })
-  const leaseMs = attemptLeaseMs(yield* Effect.provide(AppConfig, AppConfig.fromEnv({})))
+  const leaseMs = attemptLeaseMs(yield* Effect.provide(AppConfig, AppConfigFromEnv({})))
   /** Claims a key with the server's own lease and reserves bob's credit, then never finishes. */
   const abandonAttempt = (idempotencyKey: string) =>
     Effect.gen(function* () {

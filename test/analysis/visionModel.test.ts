@@ -4,7 +4,7 @@ import { Chunk, Data, Effect, Exit, Fiber, Layer, Option, Schema, TestClock } fr
 import sharp from "sharp"
 import { type ModelAnswer, ModelAnswerSchema, type VisionFailure, type VisionInput, VisionModel } from "../../src/analysis/VisionModel.ts"
 import { ANSWER_JSON_SCHEMA, ANSWER_SCHEMA_NAME, MAX_PROVIDER_RETRIES, VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfigFromEnv } from "../../src/config.ts"
 import { decodeDataUrl, type FakeOpenAI, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { chickenRice, modelItem, noFood } from "../support/meals.ts"
 
@@ -14,7 +14,7 @@ const vision = (fake: FakeOpenAI, env: Record<string, string> = {}) =>
   VisionModel.pipe(
     Effect.provide(
       VisionModelLive.pipe(
-        Layer.provide(AppConfig.fromEnv({ OPENAI_API_KEY: "sk-fake-key", OPENAI_BASE_URL: fake.url, VISION_MODEL: MODEL, ...env }))
+        Layer.provide(AppConfigFromEnv({ OPENAI_API_KEY: "sk-fake-key", OPENAI_BASE_URL: fake.url, VISION_MODEL: MODEL, ...env }))
       )
     ),
     Effect.orDie
@@ -351,7 +351,7 @@ describe("VisionModelLive", () => {
       const fake = yield* startFakeOpenAI()
       fake.enqueue(Reply.answer(meal))
       const model = yield* VisionModel.pipe(
-        Effect.provide(VisionModelLive.pipe(Layer.provide(AppConfig.fromEnv({ OPENAI_BASE_URL: fake.url })))),
+        Effect.provide(VisionModelLive.pipe(Layer.provide(AppConfigFromEnv({ OPENAI_BASE_URL: fake.url })))),
         Effect.orDie
       )
       const error = yield* failure(model.analyze(input(yield* photo(64, 64))))

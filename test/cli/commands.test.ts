@@ -9,7 +9,7 @@ import { Effect, Layer } from "effect"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { newCreditKey } from "../../src/credits/keys.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { FundingLive } from "../../src/server.ts"
 import { fakeStripe, keyWith } from "../support/clients.ts"
 import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
@@ -47,7 +47,7 @@ describe("morsel client commands", () => {
       fake.setFallback(Reply.answer(chickenRice))
       const { url } = yield* startServer({
         env: { ...stripe.env, OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url, ADMIN_TOKEN: TOKEN },
-        dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, Limits.unlimited)
+        dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, LimitsUnlimited)
       })
       const folder = yield* Effect.acquireRelease(
         Effect.sync(() => mkdtempSync(join(tmpdir(), "morsel-cli-"))),

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfig, AppConfigFromEnv } from "../../src/config.ts"
 
-const settings = (env: Record<string, string>) => Effect.either(Effect.provide(AppConfig, AppConfig.fromEnv(env)))
+const settings = (env: Record<string, string>) => Effect.either(Effect.provide(AppConfig, AppConfigFromEnv(env)))
 
 describe("settings", () => {
   it.effect("LOG_LEVEL takes the usual names of levels in any case", () =>

@@ -2,13 +2,13 @@
 // processor, the real openai client on a fake model, and a real database (PostgreSQL when TEST_DATABASE_URL is set).
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfigFromEnv } from "../../src/config.ts"
 import { CreditFunding } from "../../src/credits/CreditFunding.ts"
 import { newCreditKey } from "../../src/credits/keys.ts"
 import { CreditsServicesLive } from "../../src/credits/layer.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { FundingLive } from "../../src/server.ts"
 import { balanceOf, fakeStripe, keyWith, rest } from "../support/clients.ts"
 import { TestDatabase } from "../support/database.ts"
@@ -30,13 +30,13 @@ const setup = Effect.gen(function* () {
   const env = { ...stripe.env, OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url }
   const { url } = yield* startServer({
     env,
-    dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, Limits.unlimited),
+    dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, LimitsUnlimited),
     database: Layer.succeedContext(database)
   })
   /** The credits services of another instance on the same database. */
   const onOtherInstance = <A, E>(effect: Effect.Effect<A, E, CreditFunding>) =>
     effect.pipe(
-      Effect.provide(CreditsServicesLive.pipe(Layer.provide(Layer.succeedContext(database)), Layer.provide(AppConfig.fromEnv(env)))),
+      Effect.provide(CreditsServicesLive.pipe(Layer.provide(Layer.succeedContext(database)), Layer.provide(AppConfigFromEnv(env)))),
       Effect.orDie
     )
   /** Spends credits without a model: reserve and consume, as finished analyses do. */

@@ -4,7 +4,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { Checkout } from "../../src/credits/Checkout.ts"
-import { creditsWithFake, Fake, freshKey, pinClocks, PUBLIC_BASE_URL, sessionOf } from "./support.ts"
+import { creditsWithFake, Fake, freshKey, newOrderId, pinClocks, PUBLIC_BASE_URL, sessionOf } from "./support.ts"
 
 describe("checkout orders", () => {
   it.layer(creditsWithFake())("with the Stripe SDK against the fake Stripe API", (it) => {
@@ -14,7 +14,7 @@ describe("checkout orders", () => {
         const checkout = yield* Checkout
         yield* pinClocks
         const { fingerprint } = yield* freshKey
-        const orderId = crypto.randomUUID()
+        const orderId = newOrderId()
         const first = sessionOf(yield* checkout.checkout(fingerprint, orderId, Option.some({ channel: "agent" })))
         expect(first.sessionId).toMatch(/^cs_test_[A-Za-z0-9]+$/)
         const params = fake.paramsOf(first.sessionId)

@@ -1,25 +1,26 @@
 // Feedback limits count the rolling day that ends now (per key and service-wide), on a real database under TestClock.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, TestClock } from "effect"
-import { AppConfig } from "../../src/config.ts"
-import { Feedback } from "../../src/credits/Feedback.ts"
+import { AppConfigFromEnv } from "../../src/config.ts"
+import { Feedback, FeedbackLive } from "../../src/credits/Feedback.ts"
 import { payerIdOf } from "../../src/credits/keys.ts"
+import { KeyFingerprint } from "../../src/domain/ids.ts"
 import { DAY_MS, HOUR_MS } from "../../src/limits/window.ts"
 import { TestDatabase } from "../support/database.ts"
 import { seedAnalysisRequest, seedOrder } from "./support.ts"
 
 const MONDAY_1045 = Date.parse("2026-03-02T10:45:00Z")
 
-const feedbackLayer = Feedback.Default.pipe(
+const feedbackLayer = FeedbackLive.pipe(
   Layer.provideMerge(TestDatabase),
-  Layer.provideMerge(AppConfig.fromEnv({ LOG_LEVEL: "warning", LIMIT_FEEDBACK_PER_KEY_PER_DAY: "2", LIMIT_FEEDBACK_GLOBAL_PER_DAY: "3" })),
+  Layer.provideMerge(AppConfigFromEnv({ LOG_LEVEL: "warning", LIMIT_FEEDBACK_PER_KEY_PER_DAY: "2", LIMIT_FEEDBACK_GLOBAL_PER_DAY: "3" })),
   Layer.orDie
 )
 
 /** A known key with one completed analysis per name, created now on the clock. */
 const keyWith = (hexDigit: string) =>
   Effect.gen(function* () {
-    const fingerprint = hexDigit.repeat(64)
+    const fingerprint = KeyFingerprint.make(hexDigit.repeat(64))
     yield* seedOrder(fingerprint)
     const now = new Date(yield* TestClock.currentTimeMillis)
     const request = () => seedAnalysisRequest({ payer: payerIdOf(fingerprint), status: "paid", createdAt: now })

@@ -3,10 +3,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Option } from "effect"
 import { Ledger } from "../../src/credits/Ledger.ts"
 import { disputeCause, refundCause } from "../../src/credits/webhooks.ts"
+import type { KeyFingerprint } from "../../src/domain/ids.ts"
 import { realPostgresUrl } from "../support/database.ts"
 import { auditLedger, creditsWithoutStripe, freshKey, seedOrder } from "./support.ts"
 
-const balance = (fingerprint: string) =>
+const balance = (fingerprint: KeyFingerprint) =>
   Effect.flatMap(Ledger, (l) => l.account(fingerprint)).pipe(Effect.map(Option.getOrThrow))
 
 describe("credit ledger", () => {

@@ -8,7 +8,7 @@ import { Effect, Option } from "effect"
 import { Checkout } from "../../src/credits/Checkout.ts"
 import { Driver, type UnderTest } from "./drivers.ts"
 import { everyOrder } from "./reversalOrders.ts"
-import { auditLedger, available, errorCodeOf, freshKey, PUBLIC_BASE_URL, sessionOf, stateOf } from "./support.ts"
+import { auditLedger, available, errorCodeOf, freshKey, newOrderId, PUBLIC_BASE_URL, sessionOf, stateOf } from "./support.ts"
 
 const HOUR = 3600 * 1000
 
@@ -17,7 +17,7 @@ const unresolvedOrder = Effect.gen(function* () {
   const driver = yield* Driver
   const checkout = yield* Checkout
   const { fingerprint } = yield* freshKey
-  const orderId = crypto.randomUUID()
+  const orderId = newOrderId()
   driver.failCalls(1)
   expect(yield* errorCodeOf(checkout.checkout(fingerprint, orderId, Option.none()))).toBe("processor_unavailable")
   expect(yield* stateOf(fingerprint, orderId)).toBe("unresolved")
@@ -28,7 +28,7 @@ const unresolvedOrder = Effect.gen(function* () {
 const openOrder = Effect.gen(function* () {
   const checkout = yield* Checkout
   const { fingerprint } = yield* freshKey
-  const orderId = crypto.randomUUID()
+  const orderId = newOrderId()
   const session = sessionOf(yield* checkout.checkout(fingerprint, orderId, Option.none()))
   return { fingerprint, orderId, sessionId: session.sessionId, checkoutUrl: session.checkoutUrl }
 })
@@ -49,7 +49,7 @@ export const processorSuite = (name: string, layer: UnderTest) =>
           expect(yield* stateOf(fingerprint, orderId)).toBe("open")
           // The processor is down: a new order is stored, answered 503, and its retry creates the session once.
           const other = yield* freshKey
-          const next = crypto.randomUUID()
+          const next = newOrderId()
           driver.failCalls(1)
           expect(yield* errorCodeOf(checkout.checkout(other.fingerprint, next, Option.none()))).toBe("processor_unavailable")
           const retried = sessionOf(yield* checkout.checkout(other.fingerprint, next, Option.none()))
@@ -113,18 +113,18 @@ export const processorSuite = (name: string, layer: UnderTest) =>
           const checkout = yield* Checkout
           yield* driver.pinClock
           const { fingerprint } = yield* freshKey
-          const first = crypto.randomUUID()
+          const first = newOrderId()
           const s1 = sessionOf(yield* checkout.checkout(fingerprint, first, Option.none()))
-          expect(yield* errorCodeOf(checkout.checkout(fingerprint, crypto.randomUUID(), Option.none()))).toBe("order_conflict")
+          expect(yield* errorCodeOf(checkout.checkout(fingerprint, newOrderId(), Option.none()))).toBe("order_conflict")
           driver.expire(s1.sessionId)
           expect(yield* stateOf(fingerprint, first)).toBe("expired")
           // The expired order itself cannot be revived; a new one can be made.
           expect(yield* errorCodeOf(checkout.checkout(fingerprint, first, Option.none()))).toBe("order_conflict")
-          const second = crypto.randomUUID()
+          const second = newOrderId()
           const s2 = sessionOf(yield* checkout.checkout(fingerprint, second, Option.none()))
           driver.pay(s2.sessionId)
           // The pending order is read from the processor before the new one is allowed: paid → allowed.
-          const third = crypto.randomUUID()
+          const third = newOrderId()
           sessionOf(yield* checkout.checkout(fingerprint, third, Option.none()))
           expect(yield* stateOf(fingerprint, second)).toBe("paid")
           expect(yield* stateOf(fingerprint, third)).toBe("open")
@@ -137,10 +137,10 @@ export const processorSuite = (name: string, layer: UnderTest) =>
           yield* driver.pinClock
           const owner = yield* freshKey
           const other = yield* freshKey
-          const orderId = crypto.randomUUID()
+          const orderId = newOrderId()
           const s = sessionOf(yield* checkout.checkout(owner.fingerprint, orderId, Option.none()))
           expect(yield* errorCodeOf(checkout.status(other.fingerprint, orderId))).toBe("order_not_found")
-          expect(yield* errorCodeOf(checkout.status(owner.fingerprint, crypto.randomUUID()))).toBe("order_not_found")
+          expect(yield* errorCodeOf(checkout.status(owner.fingerprint, newOrderId()))).toBe("order_not_found")
           expect(yield* errorCodeOf(checkout.checkout(other.fingerprint, orderId, Option.none()))).toBe("order_conflict")
           expect(yield* errorCodeOf(checkout.confirm(owner.fingerprint, s.sessionId))).toBe("payment_unconfirmed")
           driver.pay(s.sessionId)
@@ -159,7 +159,7 @@ export const processorSuite = (name: string, layer: UnderTest) =>
           // The processor is down: the order is stored, its session never created.
           const { fingerprint, orderId } = yield* unresolvedOrder
           // Another order is refused while this one is unresolved.
-          expect(yield* errorCodeOf(checkout.checkout(fingerprint, crypto.randomUUID(), Option.none()))).toBe("order_conflict")
+          expect(yield* errorCodeOf(checkout.checkout(fingerprint, newOrderId(), Option.none()))).toBe("order_conflict")
           yield* driver.advance(47 * HOUR)
           expect(yield* stateOf(fingerprint, orderId)).toBe("unresolved")
           yield* driver.advance(1 * HOUR)
@@ -167,7 +167,7 @@ export const processorSuite = (name: string, layer: UnderTest) =>
           expect(yield* stateOf(fingerprint, orderId)).toBe("not_issued")
 
           // A created session whose answer was lost is found by the listing (on page 4 behind 350 newer ones).
-          const next = crypto.randomUUID()
+          const next = newOrderId()
           const s = sessionOf(yield* checkout.checkout(fingerprint, next, Option.none()))
           yield* sql`UPDATE credit_orders SET session_id = NULL, checkout_url = NULL WHERE order_id = ${next}`
           yield* driver.seedSessions(350)

@@ -7,8 +7,9 @@ import { Effect, Option } from "effect"
 import type { Json } from "../../src/credits/cards.ts"
 import { Checkout } from "../../src/credits/Checkout.ts"
 import { Ledger } from "../../src/credits/Ledger.ts"
+import type { KeyFingerprint, OrderId } from "../../src/domain/ids.ts"
 import { Driver } from "./drivers.ts"
-import { auditLedger, freshKey } from "./support.ts"
+import { auditLedger, freshKey, newOrderId } from "./support.ts"
 
 export interface Story {
   readonly name: string
@@ -58,7 +59,7 @@ export const paidOrder = Effect.gen(function* () {
   const driver = yield* Driver
   const checkout = yield* Checkout
   const { fingerprint } = yield* freshKey
-  const orderId = crypto.randomUUID()
+  const orderId = newOrderId()
   const session = yield* checkout.checkout(fingerprint, orderId, Option.none())
   if (session._tag !== "Session") throw new Error("expected a new checkout")
   driver.pay(session.sessionId)
@@ -66,7 +67,7 @@ export const paidOrder = Effect.gen(function* () {
 })
 
 /** Where the order and its key stand, as the key's owner sees it. */
-export const standing = (fingerprint: string, orderId: string) =>
+export const standing = (fingerprint: KeyFingerprint, orderId: OrderId) =>
   Effect.gen(function* () {
     const checkout = yield* Checkout
     const ledger = yield* Ledger

@@ -4,12 +4,13 @@ import { HttpApi, HttpLayerRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Either, Layer, Logger, LogLevel, Option, Redacted, TestClock } from "effect"
-import { AppConfig } from "../../src/config.ts"
+import { type AppConfig, AppConfigFromEnv } from "../../src/config.ts"
 import { Checkout, type CheckoutResult } from "../../src/credits/Checkout.ts"
 import { CreditsApiLive, CreditsServicesLive } from "../../src/credits/layer.ts"
 import { Ledger } from "../../src/credits/Ledger.ts"
 import { KeyFingerprints, newCreditKey } from "../../src/credits/keys.ts"
 import { CreditsRoutes } from "../../src/credits/routes.ts"
+import { type KeyFingerprint, OrderId } from "../../src/domain/ids.ts"
 import { CreditsGroup } from "../../src/http/Api.ts"
 import { TestDatabase } from "../support/database.ts"
 import { type FakeStripe, startFakeStripe } from "../support/fakeStripe.ts"
@@ -32,7 +33,7 @@ export const creditsWithFake = (env: Readonly<Record<string, string>> = {}) =>
     Effect.map(Fake, (fake) =>
       CreditsServicesLive.pipe(
         Layer.provideMerge(TestDatabase),
-        Layer.provideMerge(AppConfig.fromEnv({ PUBLIC_BASE_URL, LOG_LEVEL: "warning", ...fake.env, ...env })),
+        Layer.provideMerge(AppConfigFromEnv({ PUBLIC_BASE_URL, LOG_LEVEL: "warning", ...fake.env, ...env })),
         Layer.orDie
       )
     )
@@ -42,7 +43,7 @@ export const creditsWithFake = (env: Readonly<Record<string, string>> = {}) =>
 export const creditsWithoutStripe = (env: Readonly<Record<string, string>> = {}) =>
   CreditsServicesLive.pipe(
     Layer.provideMerge(TestDatabase),
-    Layer.provideMerge(AppConfig.fromEnv({ PUBLIC_BASE_URL, ...env })),
+    Layer.provideMerge(AppConfigFromEnv({ PUBLIC_BASE_URL, ...env })),
     Layer.orDie
   )
 
@@ -56,11 +57,11 @@ export const errorCodeOf = <A, E extends { readonly error: { readonly code: stri
   Effect.map(Effect.either(effect), (r) => (Either.isLeft(r) ? r.left.error.code : "succeeded"))
 
 /** The state checkout-status answers for the order. */
-export const stateOf = (fingerprint: string, orderId: string) =>
+export const stateOf = (fingerprint: KeyFingerprint, orderId: OrderId) =>
   Effect.flatMap(Checkout, (c) => c.status(fingerprint, orderId)).pipe(Effect.map((v) => v.state))
 
 /** The key's available credits (below zero after a reversal of spent credits). */
-export const available = (fingerprint: string) =>
+export const available = (fingerprint: KeyFingerprint) =>
   Effect.flatMap(Ledger, (l) => l.account(fingerprint)).pipe(Effect.map((a) => Option.getOrThrow(a).available))
 
 /** Pins the test clock and the fake Stripe's clock to the same instant. */
@@ -201,7 +202,10 @@ export const auditLedger = Effect.gen(function* () {
 })
 
 /** Inserts a pending order row directly (ledger-only tests that do not go through checkout). */
-export const seedOrder = (fingerprint: string, orderId: string = crypto.randomUUID()) =>
+/** A new order id, as a client chooses one (a UUID v4). */
+export const newOrderId = () => OrderId.make(crypto.randomUUID())
+
+export const seedOrder = (fingerprint: string, orderId: OrderId = newOrderId()) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const at = new Date()

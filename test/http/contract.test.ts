@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
 import { MAX_BODY_BYTES } from "../../src/http/transport.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { type Answer, errorCode, isRecord, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { Server, serverLayer } from "../support/server.ts"
@@ -15,7 +15,7 @@ const TRUSTED = "https://app.example.com"
 
 const ServerUnderTest = serverLayer({
   env: { TRUSTED_ORIGINS: TRUSTED },
-  dependencies: Layer.mergeAll(VisionModelLive, noFoods, fundingMemory({}), Limits.unlimited)
+  dependencies: Layer.mergeAll(VisionModelLive, noFoods, FundingMemory({}), LimitsUnlimited)
 })
 
 const call = (path: string, init?: Parameters<typeof send>[1]) =>

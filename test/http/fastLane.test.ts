@@ -3,10 +3,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { registerExactEvmScheme } from "@x402/evm/exact/client"
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
 import { Context, Effect, Layer, Metric, MetricLabel, TestClock } from "effect"
-import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { fastLaneAnswers } from "../../src/observability/metrics.ts"
 import { FundingLive } from "../../src/server.ts"
 import { startSandbox } from "../../src/testing.ts"
@@ -46,7 +46,7 @@ const twoInstances = Effect.gen(function* () {
   const start = (withoutFastLane: boolean) =>
     startServer({
       env: { ...x402Env(chain), OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url },
-      dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, Limits.unlimited),
+      dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, LimitsUnlimited),
       chain: seam,
       database: Layer.succeedContext(database),
       withoutFastLane
@@ -131,10 +131,10 @@ describe("fast lane", () => {
     Effect.gen(function* () {
       const fake = yield* startFakeOpenAI()
       fake.setFallback(Reply.answer(chickenRice))
-      const funding = yield* Layer.build(fundingMemory({ alice: 10 }))
+      const funding = yield* Layer.build(FundingMemory({ alice: 10 }))
       const { url } = yield* startServer({
         env: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url },
-        dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, Layer.succeedContext(funding), Limits.unlimited)
+        dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, Layer.succeedContext(funding), LimitsUnlimited)
       })
       const analyze = Effect.promise(() =>
         send(`${url}/v1/analyze`, { body, headers: { "idempotency-key": "fast-lane-credit-replay", authorization: "Bearer memory_alice" } })

@@ -1,11 +1,11 @@
 // Hostile request bodies: deep nesting and huge field values get a short 400 with a code, never an empty 500.
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
 import { MAX_JSON_DEPTH } from "../../src/http/transport.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { type Answer, errorCode, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
@@ -16,8 +16,8 @@ const ServerUnderTest = serverLayer({
   dependencies: Layer.mergeAll(
     VisionModelLive,
     Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone }),
-    fundingMemory({ alice: 1 }),
-    Limits.unlimited
+    FundingMemory({ alice: 1 }),
+    LimitsUnlimited
   )
 })
 
@@ -115,12 +115,12 @@ describe("hostile bodies", () => {
     Effect.gen(function* () {
       const fake = yield* startFakeOpenAI()
       fake.setFallback(Reply.answer(chickenRice))
-      const funding = yield* Layer.build(fundingMemory({ alice: 2 }))
+      const funding = yield* Layer.build(FundingMemory({ alice: 2 }))
       // A food database that breaks in a way nobody planned for.
       const broken = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.dieMessage("index corrupted") })
       const { url } = yield* startServer({
         env: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url },
-        dependencies: Layer.mergeAll(VisionModelLive, broken, Layer.succeedContext(funding), Limits.unlimited)
+        dependencies: Layer.mergeAll(VisionModelLive, broken, Layer.succeedContext(funding), LimitsUnlimited)
       })
       const answer = yield* Effect.promise(() =>
         send(`${url}/v1/analyze`, {

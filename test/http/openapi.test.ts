@@ -6,14 +6,14 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { Effect, Layer } from "effect"
-import { fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { isRecord, send } from "../support/http.ts"
 import { Server, serverLayer } from "../support/server.ts"
 
-const ServerUnderTest = serverLayer({ dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, fundingMemory({}), Limits.unlimited) })
+const ServerUnderTest = serverLayer({ dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingMemory({}), LimitsUnlimited) })
 
 const REDOCLY = join(import.meta.dirname, "../../node_modules/.bin/redocly")
 

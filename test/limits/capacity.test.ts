@@ -4,12 +4,12 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpLayerRouter
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Either, Layer, Schema, TestClock } from "effect"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfigFromEnv } from "../../src/config.ts"
 import { CreditKeyAuthLive } from "../../src/credits/http.ts"
 import { newCreditKey } from "../../src/credits/keys.ts"
 import { TooManyRequests } from "../../src/domain/errors.ts"
 import { CreditKeyAuth } from "../../src/http/Api.ts"
-import { CreditCapacity } from "../../src/limits/Capacity.ts"
+import { CreditCapacity, CreditCapacityWith } from "../../src/limits/Capacity.ts"
 import { withCreditCapacity, withRetryAfter } from "../../src/limits/http.ts"
 import { TestDatabase } from "../support/database.ts"
 import { errorCode, send } from "../support/http.ts"
@@ -17,7 +17,7 @@ import { errorCode, send } from "../support/http.ts"
 const MONDAY_104520 = Date.parse("2026-03-02T10:45:20Z")
 
 const capacityLayer = (perKeyPerMinute: number, globalPerMinute: number) =>
-  CreditCapacity.layer({ perKeyPerMinute, globalPerMinute }).pipe(Layer.provideMerge(TestDatabase), Layer.orDie)
+  CreditCapacityWith({ perKeyPerMinute, globalPerMinute }).pipe(Layer.provideMerge(TestDatabase), Layer.orDie)
 
 const admit = (subject: string) =>
   Effect.flatMap(CreditCapacity, (capacity) => capacity.admit(subject)).pipe(
@@ -65,8 +65,8 @@ const ProbeLive = HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
 const probeServer = Effect.gen(function* () {
   const app = HttpLayerRouter.serve(HttpLayerRouter.addHttpApi(ProbeApi).pipe(Layer.provide(ProbeLive)), { disableListenLog: true, disableLogger: true }).pipe(
     Layer.provide(CreditKeyAuthLive),
-    Layer.provide(CreditCapacity.layer({ perKeyPerMinute: 2, globalPerMinute: 600 })),
-    Layer.provide(Layer.mergeAll(TestDatabase, AppConfig.fromEnv({}))),
+    Layer.provide(CreditCapacityWith({ perKeyPerMinute: 2, globalPerMinute: 600 })),
+    Layer.provide(Layer.mergeAll(TestDatabase, AppConfigFromEnv({}))),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })),
     Layer.orDie
   )

@@ -1,7 +1,7 @@
 // Limits through HTTP: two server instances on one database, and a failure storm that pauses one key only.
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Queue } from "effect"
-import { FundingMemoryLedger, fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
 import { LimitsLive } from "../../src/limits/Limits.ts"
@@ -20,7 +20,7 @@ const setup = (instances: number, credits: Readonly<Record<string, number>>) =>
   Effect.gen(function* () {
     const fake = yield* startFakeOpenAI()
     const database = yield* sharedTestDatabase
-    const funding = yield* Layer.build(fundingMemory(credits))
+    const funding = yield* Layer.build(FundingMemory(credits))
     const urls: Array<string> = []
     for (let i = 0; i < instances; i++) {
       const server = yield* startServer({

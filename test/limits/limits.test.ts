@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, TestClock } from "effect"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfig, AppConfigFromEnv } from "../../src/config.ts"
 import { Limits, LimitsLive } from "../../src/limits/Limits.ts"
 import { DAY_MS, HOUR_MS } from "../../src/limits/window.ts"
 import { realPostgresUrl, sharedTestDatabase } from "../support/database.ts"
@@ -182,7 +182,7 @@ describe(`concurrent admissions (${realPostgresUrl ? "real PostgreSQL, two conne
   /** Two instances' worth of limits and request stores on one database, each with its own pool on a real server. */
   const twoInstances = (env: Readonly<Record<string, string>> = {}) => Effect.gen(function* () {
     const database = yield* sharedTestDatabase
-    const config = AppConfig.fromEnv({ LOG_LEVEL: "warning", ...env }).pipe(Layer.orDie)
+    const config = AppConfigFromEnv({ LOG_LEVEL: "warning", ...env }).pipe(Layer.orDie)
     const instance = () =>
       Layer.build(Layer.mergeAll(LimitsLive, RequestStoreLive).pipe(Layer.provideMerge(database.instance()), Layer.provide(config)))
     return [yield* instance(), yield* instance()] as const

@@ -4,7 +4,7 @@ import { Effect, Either, Layer } from "effect"
 import { InputFingerprint, PayerId, type RequestId } from "../../src/domain/ids.ts"
 import type { FundingKind, Payer } from "../../src/domain/payer.ts"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfigFromEnv } from "../../src/config.ts"
 import { type Admission, Limits, LimitsLive } from "../../src/limits/Limits.ts"
 import { TestDatabase } from "../support/database.ts"
 
@@ -12,7 +12,7 @@ import { TestDatabase } from "../support/database.ts"
 export const limitsLayer = (env: Readonly<Record<string, string>> = {}) =>
   Layer.mergeAll(LimitsLive, RequestStoreLive).pipe(
     Layer.provideMerge(TestDatabase),
-    Layer.provideMerge(AppConfig.fromEnv({ LOG_LEVEL: "warning", ...env })),
+    Layer.provideMerge(AppConfigFromEnv({ LOG_LEVEL: "warning", ...env })),
     Layer.orDie
   )
 

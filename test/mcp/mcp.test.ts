@@ -4,7 +4,7 @@ import { Context, Effect, Fiber, Layer } from "effect"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { newCreditKey } from "../../src/credits/keys.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { type FakeOpenAI, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { FundingLive } from "../../src/server.ts"
 import type { FakeStripe } from "../support/fakeStripe.ts"
@@ -26,7 +26,7 @@ const ServiceLive = Layer.scoped(
     const model = yield* startFakeOpenAI()
     const { url } = yield* startServer({
       env: { ...stripe.env, OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: model.url, VISION_MODEL: "fake-vision-1" },
-      dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, Limits.unlimited)
+      dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, LimitsUnlimited)
     })
     return { url, model, stripe }
   })

@@ -6,7 +6,7 @@ import { validateDiscoveryExtensionSpec } from "@x402/extensions/bazaar"
 import { Context, Effect, Either, Layer, Schema } from "effect"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { AnalysisResult, AnalyzeRequest } from "../../src/domain/schemas.ts"
 import { FundingLive } from "../../src/server.ts"
 import { memorySeam, type PaymentChain, TestChain } from "../support/memoryChain.ts"
@@ -34,7 +34,7 @@ const ServiceLive = Layer.scoped(
     const model = yield* startFakeOpenAI()
     const { url } = yield* startServer({
       env: { ...x402Env(chain), ...stripe.env, OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: model.url, VISION_MODEL: "fake-vision-1" },
-      dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, Limits.unlimited),
+      dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, LimitsUnlimited),
       chain: yield* memorySeam
     })
     return { url, model, chain, stripe }

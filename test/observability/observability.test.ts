@@ -1,10 +1,10 @@
 import { createServer, type Server as NodeServer } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Ref, Scope } from "effect"
-import { fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionFailure, VisionModel } from "../../src/analysis/VisionModel.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { closeServer, metricSample, readBody, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
@@ -22,7 +22,7 @@ const vision = Layer.succeed(VisionModel, {
       : Effect.succeed(chickenRice)
 })
 
-const dependencies = Layer.mergeAll(vision, noFoods, fundingMemory({ alice: 5 }), Limits.unlimited)
+const dependencies = Layer.mergeAll(vision, noFoods, FundingMemory({ alice: 5 }), LimitsUnlimited)
 
 const analyze = (url: string, key: string, language: "en" | "lt" = "en") =>
   send(`${url}/v1/analyze`, {

@@ -5,7 +5,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, type Scope } from "effect"
-import { AppConfig } from "../../src/config.ts"
+import { type AppConfig, AppConfigFromEnv } from "../../src/config.ts"
 import { nodeServer } from "../../src/http/nodeServer.ts"
 import { LoggingLive } from "../../src/logging.ts"
 import { type Dependencies, type FeatureOutput, serveWith } from "../../src/server.ts"
@@ -41,7 +41,7 @@ export const startServer = (options: {
   readonly withoutFastLane?: boolean
 }): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const config = AppConfig.fromEnv({ ...baseEnv, ...options.env }).pipe(Layer.orDie)
+    const config = AppConfigFromEnv({ ...baseEnv, ...options.env }).pipe(Layer.orDie)
     // One layer for all four dependencies: it is built once, whichever part asks for it.
     const dependencies = options.dependencies
     const app = serveWith({

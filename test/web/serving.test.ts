@@ -1,10 +1,10 @@
 import { request } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { fundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { send } from "../support/http.ts"
 import { Server, serverLayer } from "../support/server.ts"
 
@@ -12,8 +12,8 @@ const ServerUnderTest = serverLayer({
   dependencies: Layer.mergeAll(
     VisionModelLive,
     Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone }),
-    fundingMemory({}),
-    Limits.unlimited
+    FundingMemory({}),
+    LimitsUnlimited
   )
 })
 

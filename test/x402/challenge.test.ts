@@ -1,6 +1,6 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfigFromEnv } from "../../src/config.ts"
 import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
 import { TestDatabase } from "../support/database.ts"
 import { decodeChallengeHeader, refusal } from "./layer.ts"
@@ -10,7 +10,7 @@ const PAY_TO = "0x1111111111111111111111111111111111111111"
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 
 const x402With = (env: Record<string, string>) =>
-  X402Layer().pipe(Layer.provideMerge(AppConfig.fromEnv(env)), Layer.provideMerge(TestDatabase), Layer.orDie)
+  X402Layer().pipe(Layer.provideMerge(AppConfigFromEnv(env)), Layer.provideMerge(TestDatabase), Layer.orDie)
 
 describe("x402 challenge", () => {
   layer(
@@ -85,7 +85,7 @@ describe("x402 challenge", () => {
   it.effect("X402_PAY_TO without a settler key or facilitator stops the start with a clear message", () =>
     Effect.gen(function* () {
       const error = yield* Effect.flip(
-        Layer.build(X402Layer().pipe(Layer.provide(AppConfig.fromEnv({ X402_PAY_TO: PAY_TO })), Layer.provide(TestDatabase)))
+        Layer.build(X402Layer().pipe(Layer.provide(AppConfigFromEnv({ X402_PAY_TO: PAY_TO })), Layer.provide(TestDatabase)))
       )
       expect(String(error)).toMatch(/X402_SETTLER_PRIVATE_KEY.*X402_FACILITATOR_URL/)
     }).pipe(Effect.scoped))

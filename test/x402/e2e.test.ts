@@ -6,7 +6,7 @@ import { Effect, Layer } from "effect"
 import type { Address } from "viem"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
-import { Limits } from "../../src/limits/Limits.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { FundingLive } from "../../src/server.ts"
 import { memorySeam, type PaymentChain, TestChain } from "../support/memoryChain.ts"
 import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
@@ -28,7 +28,7 @@ const setup = Effect.gen(function* () {
   const fake = yield* startFakeOpenAI()
   const { url } = yield* startServer({
     env: { ...x402Env(chain), OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url, VISION_MODEL: "fake-vision-1" },
-    dependencies: Layer.mergeAll(VisionModelLive, NoFoodDb, FundingLive, Limits.unlimited),
+    dependencies: Layer.mergeAll(VisionModelLive, NoFoodDb, FundingLive, LimitsUnlimited),
     chain: yield* memorySeam
   })
   return { chain, fake, url }

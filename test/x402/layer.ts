@@ -4,7 +4,7 @@ import type { SqlClient } from "@effect/sql"
 import { decodePaymentRequiredHeader } from "@x402/core/http"
 import type { PaymentRequired as X402PaymentRequired } from "@x402/core/types"
 import { Effect, FiberRef, Layer, Option, type Scope } from "effect"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfigFromEnv } from "../../src/config.ts"
 import type { PaymentRequired } from "../../src/domain/errors.ts"
 import type { PaymentResolutions, ReconcilerOptions } from "../../src/x402/Reconciler.ts"
 import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
@@ -28,7 +28,7 @@ export const X402Test = (
     Effect.gen(function* () {
       const chain = yield* Chain
       const extra = options.env ? yield* options.env(chain) : {}
-      const config = AppConfig.fromEnv(x402Env(chain, extra)).pipe(Layer.orDie)
+      const config = AppConfigFromEnv(x402Env(chain, extra)).pipe(Layer.orDie)
       const x402 = X402Layer(options.reconciler).pipe(Layer.orDie)
       return (options.resolutions ? x402.pipe(Layer.provide(options.resolutions)) : x402).pipe(Layer.provideMerge(config))
     })
@@ -46,7 +46,7 @@ export const X402MemoryTest = (
     Effect.map(TestChain, (chain) => {
       const x402 = X402Layer(options.reconciler, ChainMemory).pipe(Layer.orDie)
       return (options.resolutions ? x402.pipe(Layer.provide(options.resolutions)) : x402).pipe(
-        Layer.provideMerge(AppConfig.fromEnv(x402Env(chain)).pipe(Layer.orDie))
+        Layer.provideMerge(AppConfigFromEnv(x402Env(chain)).pipe(Layer.orDie))
       )
     })
   ).pipe(Layer.provideMerge(TestDatabase.pipe(Layer.orDie)), Layer.provideMerge(TestChain.memory({ payers: options.payers ?? 4 })))

@@ -4,7 +4,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Either, Layer, Option } from "effect"
 import { type Hex, keccak256, parseGwei, toHex } from "viem"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfigFromEnv } from "../../src/config.ts"
 import { X402Funding, X402Layer } from "../../src/x402/X402Funding.ts"
 import { Chain, type LocalChain, startChain } from "../support/chain.ts"
 import { realPostgresUrl, sharedTestDatabase } from "../support/database.ts"
@@ -128,7 +128,7 @@ describe("self-settlement nonces", () => {
           (c) => Effect.promise(() => c.close())
         )
         const database = yield* sharedTestDatabase
-        const config = AppConfig.fromEnv(x402Env(chain)).pipe(Layer.orDie)
+        const config = AppConfigFromEnv(x402Env(chain)).pipe(Layer.orDie)
         const instance = Effect.map(
           Layer.build(X402Layer({ interval: "1 hour" }).pipe(Layer.orDie, Layer.provide(Layer.merge(config, database.instance())))),
           (context) => Context.get(context, X402Funding)

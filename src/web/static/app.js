@@ -1,4 +1,6 @@
 // The morsel web page: a photo in, the estimate as a table and a chart; credit keys and purchases in the browser.
+import { render } from "/result.js"
+
 const MAX_BYTES = 2_000_000
 const MAX_SIDE = 2048
 const MIN_SIDE = 16
@@ -301,89 +303,6 @@ async function send(request) {
   }
   const { text, retry, buy } = explain(reply)
   showMessage(text, { error: true, retry: retry ? () => send(request) : null, buy })
-}
-
-const fmt = (n, digits = 1) => Number(n).toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
-
-function cells(tr, values, tag = "td") {
-  for (const value of values) {
-    const cell = document.createElement(tag)
-    if (value instanceof Node) cell.append(value)
-    else cell.textContent = value
-    tr.append(cell)
-  }
-  return tr
-}
-
-function render(result) {
-  $("dish").textContent = result.dish_name
-  const rows = $("rows")
-  rows.replaceChildren()
-  for (const item of result.items) {
-    const source = document.createElement("span")
-    source.textContent = item.nutrition_source === "usda" ? "USDA" : "AI estimate"
-    if (item.matched_name) {
-      const small = document.createElement("small")
-      small.textContent = item.matched_name
-      source.append(small)
-    }
-    const tr = cells(document.createElement("tr"), [
-      item.name,
-      fmt(item.estimated_grams),
-      fmt(item.nutrition.kcal, 0),
-      fmt(item.nutrition.protein_g),
-      fmt(item.nutrition.carbs_g),
-      fmt(item.nutrition.fat_g),
-      source
-    ])
-    tr.lastChild.className = "source"
-    rows.append(tr)
-  }
-  const t = result.totals
-  const total = document.createElement("tr")
-  cells(total, ["Total"], "th")
-  total.firstChild.scope = "row"
-  cells(total, [fmt(result.estimated_total_grams), fmt(t.kcal, 0), fmt(t.protein_g), fmt(t.carbs_g), fmt(t.fat_g), ""])
-  $("totals").replaceChildren(total)
-  drawChart(t)
-  $("request-id").textContent = result.request_id
-  $("result").hidden = false
-  $("result").scrollIntoView({ behavior: "smooth", block: "start" })
-}
-
-/** Protein, carbohydrate and fat as shares of their energy (4, 4 and 9 kcal per gram), as a ring. */
-function drawChart(totals) {
-  const parts = [
-    { name: "Protein", kcal: totals.protein_g * 4, color: "#1f6f43" },
-    { name: "Carbohydrate", kcal: totals.carbs_g * 4, color: "#2b59c3" },
-    { name: "Fat", kcal: totals.fat_g * 9, color: "#b35c00" }
-  ]
-  const sum = parts.reduce((s, p) => s + p.kcal, 0)
-  const svg = $("chart")
-  const ns = "http://www.w3.org/2000/svg"
-  for (const circle of svg.querySelectorAll("circle")) circle.remove()
-  const ring = (color, dash, offset) => {
-    const c = document.createElementNS(ns, "circle")
-    for (const [k, v] of Object.entries({ cx: 21, cy: 21, r: 15.915, fill: "none", "stroke-width": 7, stroke: color, "stroke-dasharray": dash, "stroke-dashoffset": offset })) c.setAttribute(k, v)
-    svg.append(c)
-  }
-  ring("#e3e7e1", "100 0", 0)
-  let start = 25
-  const legend = document.createElement("ul")
-  legend.className = "legend"
-  for (const part of parts) {
-    const share = sum > 0 ? (part.kcal / sum) * 100 : 0
-    if (share > 0) ring(part.color, `${share} ${100 - share}`, start)
-    start -= share
-    const li = document.createElement("li")
-    const swatch = document.createElement("span")
-    swatch.className = "swatch"
-    swatch.style.background = part.color
-    li.append(swatch, `${part.name} ${Math.round(share)} % of energy`)
-    legend.append(li)
-  }
-  const caption = $("chart-caption")
-  caption.replaceChildren("Energy from macronutrients", legend)
 }
 
 // ---- start ----

@@ -1,0 +1,167 @@
+/** The order repository: the rows of credit_orders (the order states of SPEC §3.2) and every read and write of them. */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Clock, Effect, Option, Schema } from "effect"
+import { KeyFingerprint, OrderId } from "../domain/ids.ts"
+import type { ProcessorSession } from "./Processor.ts"
+import { decodedOrDie } from "./rows.ts"
+import { SessionParams } from "./sessionParams.ts"
+
+export const OrderContextFields = Schema.Struct({
+  channel: Schema.optional(Schema.String),
+  discovery: Schema.optional(Schema.String),
+  use_case: Schema.optional(Schema.String)
+})
+export type OrderContext = typeof OrderContextFields.Type
+
+export const StoredState = Schema.Literal("pending", "paid", "expired", "not_issued", "reversed")
+export type StoredState = typeof StoredState.Type
+
+/** The columns of credit_orders the service reads; `session_params` is decoded when a create needs it. */
+export const OrderRow = Schema.Struct({
+  order_id: OrderId,
+  fingerprint: KeyFingerprint,
+  state: StoredState,
+  session_id: Schema.NullOr(Schema.String),
+  checkout_url: Schema.NullOr(Schema.String),
+  payment_intent_id: Schema.NullOr(Schema.String),
+  session_params: Schema.Unknown,
+  created_at: Schema.DateFromSelf,
+  last_attempt_at: Schema.DateFromSelf
+})
+export type OrderRow = typeof OrderRow.Type
+
+/** A new order as first stored: pending, with the session parameters every retry of its create sends. */
+export interface NewOrder {
+  readonly orderId: OrderId
+  readonly fingerprint: KeyFingerprint
+  readonly params: SessionParams
+  readonly context: Option.Option<OrderContext>
+  readonly at: Date
+}
+
+export const makeOrderRepository = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+
+  const find = decodedOrDie(
+    SqlSchema.findOne({
+      Request: OrderId,
+      Result: OrderRow,
+      execute: (orderId) => sql`SELECT * FROM credit_orders WHERE order_id = ${orderId}`
+    })
+  )
+
+  const findPending = decodedOrDie(
+    SqlSchema.findOne({
+      Request: KeyFingerprint,
+      Result: OrderRow,
+      execute: (fingerprint) => sql`SELECT * FROM credit_orders WHERE fingerprint = ${fingerprint} AND state = 'pending'`
+    })
+  )
+
+  const findByPaymentIntent = decodedOrDie(
+    SqlSchema.findOne({
+      Request: Schema.String,
+      Result: OrderRow,
+      execute: (paymentIntentId) => sql`SELECT * FROM credit_orders WHERE payment_intent_id = ${paymentIntentId}`
+    })
+  )
+
+  const paramsOf = (order: OrderRow) => Schema.decodeUnknown(SessionParams)(order.session_params).pipe(Effect.orDie)
+
+  const linkSession = (orderId: OrderId, session: ProcessorSession) =>
+    Effect.gen(function* () {
+      const at = new Date(yield* Clock.currentTimeMillis)
+      yield* sql`
+        UPDATE credit_orders
+        SET session_id = COALESCE(session_id, ${session.id}),
+            checkout_url = COALESCE(checkout_url, ${session.url}),
+            payment_intent_id = COALESCE(payment_intent_id, ${session.paymentIntentId}),
+            updated_at = ${at}
+        WHERE order_id = ${orderId}`
+    })
+
+  const markPendingAs = (orderId: OrderId, state: "expired" | "not_issued") =>
+    Effect.gen(function* () {
+      const at = new Date(yield* Clock.currentTimeMillis)
+      yield* sql`UPDATE credit_orders SET state = ${state}, updated_at = ${at} WHERE order_id = ${orderId} AND state = 'pending'`
+    })
+
+  const currentState = (orderId: OrderId) =>
+    find(orderId).pipe(Effect.map(Option.match({ onNone: () => "pending" as StoredState, onSome: (o) => o.state })))
+
+  /** Widens the order's listing interval to `at`: a create that reaches the processor after a crash is still found. */
+  const touchAttempt = (orderId: OrderId, at: Date) =>
+    sql`UPDATE credit_orders SET last_attempt_at = ${at}, updated_at = ${at} WHERE order_id = ${orderId}`
+
+  /** Stores a new pending order unless its order_id exists; None when it did. Call inside the order's transaction. */
+  const insertRow = decodedOrDie(
+    SqlSchema.findOne({
+      Request: Schema.Struct({
+        orderId: OrderId,
+        fingerprint: KeyFingerprint,
+        paramsJson: Schema.String,
+        contextJson: Schema.NullOr(Schema.String),
+        at: Schema.DateFromSelf
+      }),
+      Result: OrderRow,
+      execute: ({ orderId, fingerprint, paramsJson, contextJson, at }) => sql`
+        INSERT INTO credit_orders (order_id, fingerprint, state, session_params, context, created_at, last_attempt_at, updated_at)
+        VALUES (${orderId}, ${fingerprint}, 'pending', ${paramsJson}::jsonb, ${contextJson}::jsonb, ${at}, ${at}, ${at})
+        ON CONFLICT (order_id) DO NOTHING
+        RETURNING *`
+    })
+  )
+  const insert = (order: NewOrder) =>
+    insertRow({
+      orderId: order.orderId,
+      fingerprint: order.fingerprint,
+      paramsJson: JSON.stringify(order.params),
+      contextJson: Option.match(order.context, { onNone: () => null, onSome: (c) => JSON.stringify(c) }),
+      at: order.at
+    })
+
+  const storeContext = (orderId: OrderId, context: Option.Option<OrderContext>) =>
+    Option.match(context, {
+      onNone: () => Effect.void,
+      onSome: (c) =>
+        sql`UPDATE credit_orders SET context = ${JSON.stringify(c)}::jsonb WHERE order_id = ${orderId} AND context IS NULL`.pipe(Effect.asVoid)
+    })
+
+  const recordPaymentIntent = (orderId: OrderId, paymentIntentId: string) =>
+    sql`
+      UPDATE credit_orders SET payment_intent_id = COALESCE(payment_intent_id, ${paymentIntentId})
+      WHERE order_id = ${orderId}`
+
+  /** The orders a session names: by its saved session_id, or by the order_id it carries. */
+  const orderIdsOfSession = decodedOrDie(
+    SqlSchema.findAll({
+      Request: Schema.Struct({ sessionId: Schema.String, orderId: Schema.String }),
+      Result: Schema.Struct({ order_id: OrderId }),
+      execute: ({ sessionId, orderId }) => sql`
+        SELECT order_id FROM credit_orders WHERE session_id = ${sessionId} OR order_id::text = ${orderId}`
+    })
+  )
+  const idsOfSession = (sessionId: string, orderId: string | null) =>
+    orderIdsOfSession({ sessionId, orderId: orderId ?? "" }).pipe(Effect.map((rows) => rows.map((row) => row.order_id)))
+
+  const rememberSession = (orderId: OrderId, sessionId: string) =>
+    sql`UPDATE credit_orders SET session_id = COALESCE(session_id, ${sessionId}) WHERE order_id = ${orderId}`.pipe(Effect.asVoid)
+
+  return {
+    find,
+    findPending,
+    findByPaymentIntent,
+    paramsOf,
+    linkSession,
+    markPendingAs,
+    currentState,
+    touchAttempt,
+    insert,
+    storeContext,
+    recordPaymentIntent,
+    idsOfSession,
+    rememberSession
+  }
+})
+
+export type OrderRepository = Effect.Effect.Success<typeof makeOrderRepository>
