@@ -1,12 +1,12 @@
 /** Feedback on completed analyses: one submission per request, owned by the key, limited per key and service-wide per rolling day. */
-import { SqlClient, type SqlError, SqlSchema } from "@effect/sql"
-import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
 import { AppConfig } from "../config.ts"
+import { countRows, rowsOf } from "../db/rows.ts"
 import { Conflict, NotFound } from "../domain/errors.ts"
-import { KeyFingerprint, PayerId, RequestId } from "../domain/ids.ts"
+import { KeyFingerprint, type PayerId, RequestId } from "../domain/ids.ts"
 import { DAY_MS, rollingWindowStart } from "../limits/window.ts"
 import { payerIdOf } from "./keys.ts"
-import { decodedOrDie } from "./rows.ts"
 
 /** The limits count the submissions of the rolling day that ends now. */
 export const FEEDBACK_WINDOW_MS = DAY_MS
@@ -31,9 +31,8 @@ const notEligible = () =>
     }
   })
 
-const FeedbackRow = Schema.Struct({ fingerprint: KeyFingerprint, category: Schema.String, note: Schema.String })
-const RequestIdRow = Schema.Struct({ request_id: RequestId })
-const CountRow = Schema.Struct({ n: Schema.Number })
+const feedbackRows = rowsOf(Schema.Struct({ fingerprint: KeyFingerprint, category: Schema.String, note: Schema.String }))
+const requestIds = rowsOf(Schema.Struct({ request_id: RequestId }))
 
 const conflict = () =>
   new Conflict({ error: { code: "feedback_conflict", message: "A different feedback for this request was already recorded." } })
@@ -55,68 +54,37 @@ export const FeedbackLive = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const { limits } = yield* AppConfig
 
-    const recorded = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.String,
-        Result: FeedbackRow,
-        execute: (requestId) => sql`SELECT fingerprint, category, note FROM credit_feedback WHERE request_id = ${requestId}`
-      })
-    )
+    const recorded = (requestId: string) =>
+      feedbackRows(sql`SELECT fingerprint, category, note FROM credit_feedback WHERE request_id = ${requestId}`)
 
     /** The key's completed (paid or failed) request of that id, created at or after `oldestAllowed`. */
-    const eligibleRequest = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.Struct({ requestId: Schema.String, payer: PayerId, oldestAllowed: Schema.DateFromSelf }),
-        Result: RequestIdRow,
-        execute: ({ requestId, payer, oldestAllowed }) => sql`
-          SELECT request_id FROM analysis_requests
-          WHERE request_id = ${requestId}
-            AND payer = ${payer}
-            AND status IN ('paid', 'failed')
-            AND created_at >= ${oldestAllowed}`
-      })
-    )
+    const eligibleRequest = (requestId: string, payer: PayerId, oldestAllowed: Date) =>
+      requestIds(sql`
+        SELECT request_id FROM analysis_requests
+        WHERE request_id = ${requestId}
+          AND payer = ${payer}
+          AND status IN ('paid', 'failed')
+          AND created_at >= ${oldestAllowed}`)
 
-    const countOfKey = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.Struct({ fingerprint: KeyFingerprint, windowStart: Schema.DateFromSelf }),
-        Result: CountRow,
-        execute: ({ fingerprint, windowStart }) => sql`
-          SELECT count(*)::int AS n FROM credit_feedback WHERE fingerprint = ${fingerprint} AND created_at > ${windowStart}`
-      })
-    )
+    const countOfKey = (fingerprint: KeyFingerprint, windowStart: Date) =>
+      countRows(sql`
+        SELECT count(*)::int AS n FROM credit_feedback WHERE fingerprint = ${fingerprint} AND created_at > ${windowStart}`)
 
-    const countOfAll = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.DateFromSelf,
-        Result: CountRow,
-        execute: (windowStart) => sql`
-          SELECT count(*)::int AS n FROM credit_feedback WHERE created_at > ${windowStart}`
-      })
-    )
+    const countOfAll = (windowStart: Date) =>
+      countRows(sql`
+        SELECT count(*)::int AS n FROM credit_feedback WHERE created_at > ${windowStart}`)
 
-    const insert = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.Struct({
-          requestId: Schema.String,
-          fingerprint: KeyFingerprint,
-          category: Schema.String,
-          note: Schema.String,
-          now: Schema.DateFromSelf
-        }),
-        Result: RequestIdRow,
-        execute: ({ requestId, fingerprint, category, note, now }) => sql`
-          INSERT INTO credit_feedback (request_id, fingerprint, category, note, created_at)
-          VALUES (${requestId}, ${fingerprint}, ${category}, ${note}, ${now})
-          ON CONFLICT (request_id) DO NOTHING
-          RETURNING request_id`
-      })
-    )
+    const insert = (requestId: string, fingerprint: KeyFingerprint, category: string, note: string, now: Date) =>
+      requestIds(sql`
+        INSERT INTO credit_feedback (request_id, fingerprint, category, note, created_at)
+        VALUES (${requestId}, ${fingerprint}, ${category}, ${note}, ${now})
+        ON CONFLICT (request_id) DO NOTHING
+        RETURNING request_id`)
 
     /** duplicate for an exact repeat, a conflict for a different one, nothing when there is none yet. */
     const existing = (fingerprint: KeyFingerprint, submission: FeedbackSubmission) =>
       Effect.gen(function* () {
-        const row = Option.getOrUndefined(yield* recorded(submission.requestId))
+        const [row] = yield* recorded(submission.requestId)
         if (row === undefined) return "none" as const
         const same = row.fingerprint === fingerprint && row.category === submission.category && row.note === submission.note
         return same ? ("duplicate" as const) : yield* Effect.fail(conflict())
@@ -127,8 +95,8 @@ export const FeedbackLive = Layer.effect(
         const nowMs = yield* Clock.currentTimeMillis
         const now = new Date(nowMs)
         const oldestAllowed = new Date(nowMs - FEEDBACK_MAX_AGE_MS)
-        const eligible = yield* eligibleRequest({ requestId: submission.requestId, payer: payerIdOf(fingerprint), oldestAllowed })
-        if (Option.isNone(eligible)) return yield* Effect.fail(notEligible())
+        const [eligible] = yield* eligibleRequest(submission.requestId, payerIdOf(fingerprint), oldestAllowed)
+        if (eligible === undefined) return yield* Effect.fail(notEligible())
         // An exact repeat is answered before the limits, so a retried submission never gets 429.
         if ((yield* existing(fingerprint, submission)) === "duplicate") return { duplicate: true }
 
@@ -137,14 +105,14 @@ export const FeedbackLive = Layer.effect(
           // Serializes submissions so the per-key and global counts cannot be overtaken by a concurrent insert.
           yield* sql`SELECT pg_advisory_xact_lock(hashtext('morsel.credit_feedback'))`
           yield* sql`DELETE FROM credit_feedback WHERE created_at < ${oldestAllowed}`
-          const perKey = Option.getOrUndefined(yield* countOfKey({ fingerprint, windowStart }))
+          const [perKey] = yield* countOfKey(fingerprint, windowStart)
           if (perKey !== undefined && perKey.n >= limits.feedbackPerKeyPerDay) return yield* new FeedbackLimited({ scope: "key" })
-          const global = Option.getOrUndefined(yield* countOfAll(windowStart))
+          const [global] = yield* countOfAll(windowStart)
           if (global !== undefined && global.n >= limits.feedbackGlobalPerDay) return yield* new FeedbackLimited({ scope: "global" })
           const { requestId, category, note } = submission
-          return yield* insert({ requestId, fingerprint, category, note, now })
+          return yield* insert(requestId, fingerprint, category, note, now)
         }).pipe(sql.withTransaction)
-        if (Option.isSome(inserted)) return { duplicate: false }
+        if (inserted.length > 0) return { duplicate: false }
         // A concurrent submission for the same request won: same content is a duplicate, other content a conflict.
         return (yield* existing(fingerprint, submission)) === "duplicate" ? { duplicate: true } : yield* Effect.fail(conflict())
       })

@@ -14,24 +14,18 @@
  *   no order of the key is reversed any more (or an operator lifts it).
  * - Credits never expire; nothing here runs on a timer.
  */
-import { SqlClient, type SqlError, SqlSchema } from "@effect/sql"
-import { Clock, Context, Data, Effect, Layer, Metric, Option, Schema } from "effect"
-import { KeyFingerprint, OrderId } from "../domain/ids.ts"
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Clock, Context, Data, Effect, Layer, Metric, Option } from "effect"
+import { countRows } from "../db/rows.ts"
+import type { KeyFingerprint, OrderId } from "../domain/ids.ts"
 import { Ids } from "../ids.ts"
 import { creditsGranted } from "../observability/metrics.ts"
-import { decodedOrDie } from "./rows.ts"
+import { type Account, accounts, entryIds, fingerprints, type HeldReservation, kinds, reservationIds, reservations, states } from "./ledgerRows.ts"
+
+export type { Account, HeldReservation } from "./ledgerRows.ts"
 
 /** Credits in one pack bought for USD 5.00. */
 export const PACK_CREDITS: 500 = 500
-
-/** A key's balance row. */
-export const Account = Schema.Struct({
-  fingerprint: KeyFingerprint,
-  available: Schema.Number,
-  reserved: Schema.Number,
-  blocked: Schema.Boolean
-})
-export type Account = typeof Account.Type
 
 /** What callers may show: `credits_remaining` never goes below zero even when a reversal overdrew the key. */
 export const creditsRemaining = (account: Account): number => Math.max(0, account.available)
@@ -53,22 +47,6 @@ export interface ReversalCause {
   /** Whether the cause takes the money back (a pending or succeeded refund, an open or lost dispute). */
   readonly reverses: boolean
 }
-
-export const HeldReservation = Schema.Struct({
-  reservationId: Schema.String,
-  requestId: Schema.String,
-  fingerprint: KeyFingerprint,
-  state: Schema.Literal("held", "consumed", "released")
-})
-export type HeldReservation = typeof HeldReservation.Type
-
-/** The keys of the rows a statement touched, or the state it found. */
-const EntryRow = Schema.Struct({ entry_id: Schema.String })
-const StateRow = Schema.Struct({ state: Schema.String })
-const CountRow = Schema.Struct({ n: Schema.Number })
-const KindRow = Schema.Struct({ kind: Schema.String })
-const FingerprintRow = Schema.Struct({ fingerprint: KeyFingerprint })
-const ReservationIdRow = Schema.Struct({ reservation_id: Schema.String })
 
 type SettleOutcome = "settled" | "already_consumed" | "already_released" | "unknown"
 
@@ -109,14 +87,11 @@ export const LedgerLive = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const account = decodedOrDie(
-      SqlSchema.findOne({
-        Request: KeyFingerprint,
-        Result: Account,
-        execute: (fingerprint) => sql`
-          SELECT fingerprint, available, reserved, blocked FROM credit_accounts WHERE fingerprint = ${fingerprint}`
-      })
-    )
+    const account = (fingerprint: KeyFingerprint) =>
+      accounts(sql`
+        SELECT fingerprint, available, reserved, blocked FROM credit_accounts WHERE fingerprint = ${fingerprint}`).pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]))
+      )
 
     /** Makes the key known (its first checkout); a no-op when it already is. Call inside the order's transaction. */
     const openAccount = (fingerprint: KeyFingerprint) =>
@@ -127,23 +102,15 @@ export const LedgerLive = Layer.effect(
           ON CONFLICT (fingerprint) DO NOTHING`
       })
 
-    const insertGrant = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.Struct({ orderId: OrderId, fingerprint: KeyFingerprint, at: Schema.DateFromSelf }),
-        Result: EntryRow,
-        execute: ({ orderId, fingerprint, at }) => sql`
-          INSERT INTO credit_entries (fingerprint, kind, order_id, available_delta, reserved_delta, created_at)
-          VALUES (${fingerprint}, 'grant', ${orderId}, ${PACK_CREDITS}, 0, ${at})
-          ON CONFLICT (order_id) WHERE kind = 'grant' DO NOTHING
-          RETURNING entry_id`
-      })
-    )
-
     /** Adds one pack for `orderId` unless that order was granted before; true when this call granted. */
     const grantInTransaction = (orderId: OrderId, fingerprint: KeyFingerprint, at: Date) =>
       Effect.gen(function* () {
-        const inserted = yield* insertGrant({ orderId, fingerprint, at })
-        if (Option.isNone(inserted)) return false
+        const inserted = yield* entryIds(sql`
+          INSERT INTO credit_entries (fingerprint, kind, order_id, available_delta, reserved_delta, created_at)
+          VALUES (${fingerprint}, 'grant', ${orderId}, ${PACK_CREDITS}, 0, ${at})
+          ON CONFLICT (order_id) WHERE kind = 'grant' DO NOTHING
+          RETURNING entry_id`)
+        if (inserted.length === 0) return false
         yield* sql`
           UPDATE credit_accounts SET available = available + ${PACK_CREDITS}, updated_at = ${at}
           WHERE fingerprint = ${fingerprint}`
@@ -151,13 +118,8 @@ export const LedgerLive = Layer.effect(
       })
 
     /** Locks the order's row: every change of an order's state (grant, reversal, restoration) runs under it. */
-    const lockOrder = decodedOrDie(
-      SqlSchema.findOne({
-        Request: OrderId,
-        Result: StateRow,
-        execute: (orderId) => sql`SELECT state FROM credit_orders WHERE order_id = ${orderId} FOR UPDATE`
-      })
-    )
+    const lockOrder = (orderId: OrderId) =>
+      states(sql`SELECT state FROM credit_orders WHERE order_id = ${orderId} FOR UPDATE`).pipe(Effect.map((rows) => rows[0]?.state))
 
     /** Grants the pack of a verified paid order exactly once and marks the order paid. */
     const grant = (orderId: OrderId, fingerprint: KeyFingerprint) =>
@@ -175,16 +137,17 @@ export const LedgerLive = Layer.effect(
       )
 
     /** The next cycle number of an order's `kind` entries (reversal or restoration). */
-    const countEntries = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.Struct({ orderId: OrderId, kind: Schema.Literal("reversal", "restoration") }),
-        Result: CountRow,
-        execute: ({ orderId, kind }) =>
-          sql`SELECT count(*)::int AS n FROM credit_entries WHERE order_id = ${orderId} AND kind = ${kind}`
-      })
-    )
     const nextCycle = (orderId: OrderId, kind: "reversal" | "restoration") =>
-      countEntries({ orderId, kind }).pipe(Effect.map((row) => Option.match(row, { onNone: () => 0, onSome: (r) => r.n }) + 1))
+      countRows(sql`SELECT count(*)::int AS n FROM credit_entries WHERE order_id = ${orderId} AND kind = ${kind}`).pipe(
+        Effect.map((rows) => (rows[0]?.n ?? 0) + 1)
+      )
+
+    /** The first recorded cause of the order that still takes the money back. */
+    const holdingCause = (orderId: OrderId) =>
+      kinds(sql`
+        SELECT kind FROM credit_reversal_causes WHERE order_id = ${orderId} AND reverses ORDER BY updated_at LIMIT 1`).pipe(
+        Effect.map((rows) => rows[0])
+      )
 
     /**
      * Records what a refund or dispute of the order now says, then makes the order agree with its causes: it is
@@ -193,20 +156,10 @@ export const LedgerLive = Layer.effect(
      * out-of-order webhooks change nothing twice. A refund proves a payment: an order whose grant had not
      * arrived yet is granted and reversed together. The order row, then the account row, is locked first.
      */
-    /** The first recorded cause of the order that still takes the money back. */
-    const holdingCause = decodedOrDie(
-      SqlSchema.findOne({
-        Request: OrderId,
-        Result: KindRow,
-        execute: (orderId) => sql`
-          SELECT kind FROM credit_reversal_causes WHERE order_id = ${orderId} AND reverses ORDER BY updated_at LIMIT 1`
-      })
-    )
-
     const applyCause = (orderId: OrderId, fingerprint: KeyFingerprint, cause: ReversalCause) =>
       Effect.gen(function* () {
         const at = yield* now
-        const state = Option.getOrUndefined(Option.map(yield* lockOrder(orderId), (row) => row.state))
+        const state = yield* lockOrder(orderId)
         yield* sql`SELECT fingerprint FROM credit_accounts WHERE fingerprint = ${fingerprint} FOR UPDATE`
         yield* sql`
           INSERT INTO credit_reversal_causes (cause_id, order_id, kind, status, stage, reverses, updated_at)
@@ -214,7 +167,7 @@ export const LedgerLive = Layer.effect(
           ON CONFLICT (cause_id) DO UPDATE
           SET status = EXCLUDED.status, stage = EXCLUDED.stage, reverses = EXCLUDED.reverses, updated_at = EXCLUDED.updated_at
           WHERE credit_reversal_causes.stage < EXCLUDED.stage`
-        const holding = Option.getOrUndefined(yield* holdingCause(orderId))
+        const holding = yield* holdingCause(orderId)
         if (holding !== undefined && state !== "reversed") {
           yield* grantInTransaction(orderId, fingerprint, at)
           const cycle = yield* nextCycle(orderId, "reversal")
@@ -247,33 +200,25 @@ export const LedgerLive = Layer.effect(
         return "unchanged" as const
       }).pipe(sql.withTransaction)
 
-    const reservationFor = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.String,
-        Result: HeldReservation,
-        execute: (requestId) => sql`
-          SELECT reservation_id AS "reservationId", request_id AS "requestId", fingerprint, state
-          FROM credit_reservations WHERE request_id = ${requestId} AND state IN ('held', 'consumed')`
-      })
-    )
+    const reservationFor = (requestId: string) =>
+      reservations(sql`
+        SELECT reservation_id AS "reservationId", request_id AS "requestId", fingerprint, state
+        FROM credit_reservations WHERE request_id = ${requestId} AND state IN ('held', 'consumed')`).pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]))
+      )
 
-    /** Takes one available credit of an unpaused key into reserved; None when there is none to take. */
-    const debit = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.Struct({ fingerprint: KeyFingerprint, at: Schema.DateFromSelf }),
-        Result: FingerprintRow,
-        execute: ({ fingerprint, at }) => sql`
-          UPDATE credit_accounts SET available = available - 1, reserved = reserved + 1, updated_at = ${at}
-          WHERE fingerprint = ${fingerprint} AND NOT blocked AND available >= 1
-          RETURNING fingerprint`
-      })
-    )
+    /** Takes one available credit of an unpaused key into reserved; no row when there is none to take. */
+    const debit = (fingerprint: KeyFingerprint, at: Date) =>
+      fingerprints(sql`
+        UPDATE credit_accounts SET available = available - 1, reserved = reserved + 1, updated_at = ${at}
+        WHERE fingerprint = ${fingerprint} AND NOT blocked AND available >= 1
+        RETURNING fingerprint`)
 
     const tryReserve = (fingerprint: KeyFingerprint, requestId: string) =>
       Effect.gen(function* () {
         const at = yield* now
-        const debited = yield* debit({ fingerprint, at })
-        if (Option.isNone(debited)) {
+        const debited = yield* debit(fingerprint, at)
+        if (debited.length === 0) {
           const current = yield* account(fingerprint)
           return yield* new ReserveRefused({
             reason: Option.match(current, {
@@ -318,32 +263,24 @@ export const LedgerLive = Layer.effect(
         )
       })
 
-    /** Moves a held reservation to `to`; None when it was not held. */
-    const moveHeld = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.Struct({ reservationId: Schema.String, to: Schema.Literal("consumed", "released"), at: Schema.DateFromSelf }),
-        Result: FingerprintRow,
-        execute: ({ reservationId, to, at }) => sql`
-          UPDATE credit_reservations SET state = ${to}, settled_at = ${at}
-          WHERE reservation_id = ${reservationId} AND state = 'held'
-          RETURNING fingerprint`
-      })
-    )
+    /** Moves a held reservation to `to`; undefined when it was not held. */
+    const moveHeld = (reservationId: string, to: "consumed" | "released", at: Date) =>
+      fingerprints(sql`
+        UPDATE credit_reservations SET state = ${to}, settled_at = ${at}
+        WHERE reservation_id = ${reservationId} AND state = 'held'
+        RETURNING fingerprint`).pipe(Effect.map((rows) => rows[0]))
 
-    const reservationState = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.String,
-        Result: StateRow,
-        execute: (reservationId) => sql`SELECT state FROM credit_reservations WHERE reservation_id = ${reservationId}`
-      })
-    )
+    const reservationState = (reservationId: string) =>
+      states(sql`SELECT state FROM credit_reservations WHERE reservation_id = ${reservationId}`).pipe(
+        Effect.map((rows) => rows[0]?.state)
+      )
 
     const settle = (reservationId: string, to: "consumed" | "released"): Effect.Effect<SettleOutcome, SqlError.SqlError> =>
       Effect.gen(function* () {
         const at = yield* now
-        const row = Option.getOrUndefined(yield* moveHeld({ reservationId, to, at }))
+        const row = yield* moveHeld(reservationId, to, at)
         if (row === undefined) {
-          const state = Option.getOrUndefined(Option.map(yield* reservationState(reservationId), (r) => r.state))
+          const state = yield* reservationState(reservationId)
           return state === "consumed" ? "already_consumed" : state === "released" ? "already_released" : "unknown"
         }
         if (to === "consumed") {
@@ -363,14 +300,8 @@ export const LedgerLive = Layer.effect(
       }).pipe(sql.withTransaction)
 
     /** Releases whatever credit the analysis `requestId` still holds (an attempt abandoned mid-analysis). */
-    const heldFor = decodedOrDie(
-      SqlSchema.findAll({
-        Request: Schema.String,
-        Result: ReservationIdRow,
-        execute: (requestId) => sql`
-          SELECT reservation_id FROM credit_reservations WHERE request_id = ${requestId} AND state = 'held'`
-      })
-    )
+    const heldFor = (requestId: string) =>
+      reservationIds(sql`SELECT reservation_id FROM credit_reservations WHERE request_id = ${requestId} AND state = 'held'`)
 
     const releaseRequest = (requestId: string) =>
       Effect.gen(function* () {
@@ -382,16 +313,11 @@ export const LedgerLive = Layer.effect(
      * Returns credits still held for analyses that are no longer running (closed, failed or never recorded)
      * once `olderThan` has passed: what a failed release or a lost answer to a reservation left behind.
      */
-    const orphansBefore = decodedOrDie(
-      SqlSchema.findAll({
-        Request: Schema.DateFromSelf,
-        Result: ReservationIdRow,
-        execute: (olderThan) => sql`
-          SELECT r.reservation_id FROM credit_reservations r
-          LEFT JOIN analysis_requests a ON a.request_id = r.request_id
-          WHERE r.state = 'held' AND r.created_at < ${olderThan} AND (a.request_id IS NULL OR a.status <> 'running')`
-      })
-    )
+    const orphansBefore = (olderThan: Date) =>
+      reservationIds(sql`
+        SELECT r.reservation_id FROM credit_reservations r
+        LEFT JOIN analysis_requests a ON a.request_id = r.request_id
+        WHERE r.state = 'held' AND r.created_at < ${olderThan} AND (a.request_id IS NULL OR a.status <> 'running')`)
 
     const releaseOrphans = (olderThan: Date) =>
       Effect.gen(function* () {

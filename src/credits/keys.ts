@@ -1,10 +1,10 @@
 /** Credit API keys: format and mode checks, the keyed fingerprint the server stores instead of a key. */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { AppConfig } from "../config.ts"
+import { rowsOf } from "../db/rows.ts"
 import { KeyFingerprint, PayerId } from "../domain/ids.ts"
-import { decodedOrDie } from "./rows.ts"
 
 /** `morsel_live_` in live mode, `morsel_test_` in test mode; never both on one server. */
 export const keyPrefix = (testMode: boolean) => (testMode ? "morsel_test_" : "morsel_live_")
@@ -35,6 +35,8 @@ export const sameFingerprint = (a: string, b: string): boolean => {
 /** Name of the per-database HMAC secret row that migration 0003 creates from Node's CSPRNG. */
 export const FINGERPRINT_SECRET = "key_fingerprint"
 
+const secrets = rowsOf(Schema.Struct({ secret: Schema.Uint8ArrayFromSelf }))
+
 /**
  * Computes `HMAC-SHA-256(secret, key)` as hex. The secret is a per-database random row, so a copy of the
  * fingerprints alone cannot be matched against keys seen elsewhere.
@@ -53,16 +55,9 @@ export const KeyFingerprintsLive = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* AppConfig
-    const secretNamed = decodedOrDie(
-      SqlSchema.findOne({
-        Request: Schema.String,
-        Result: Schema.Struct({ secret: Schema.Uint8ArrayFromSelf }),
-        execute: (name) => sql`SELECT secret FROM credit_secrets WHERE name = ${name}`
-      })
-    )
-    const row = yield* secretNamed(FINGERPRINT_SECRET)
-    if (Option.isNone(row)) return yield* Effect.dieMessage("credit_secrets has no key_fingerprint row; run the migrations")
-    const secret = Buffer.from(row.value.secret)
+    const [row] = yield* secrets(sql`SELECT secret FROM credit_secrets WHERE name = ${FINGERPRINT_SECRET}`)
+    if (row === undefined) return yield* Effect.dieMessage("credit_secrets has no key_fingerprint row; run the migrations")
+    const secret = Buffer.from(row.secret)
     const fingerprintOf = (key: string) => KeyFingerprint.make(createHmac("sha256", secret).update(key, "utf8").digest("hex"))
     return KeyFingerprints.of({
       testMode: config.testMode,

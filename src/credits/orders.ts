@@ -1,9 +1,9 @@
 /** The order repository: the rows of credit_orders (the order states of SPEC §3.2) and every read and write of them. */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option, Schema } from "effect"
+import { rowsOf } from "../db/rows.ts"
 import { KeyFingerprint, OrderId } from "../domain/ids.ts"
 import type { ProcessorSession } from "./Processor.ts"
-import { decodedOrDie } from "./rows.ts"
 import { SessionParams } from "./sessionParams.ts"
 
 export const OrderContextFields = Schema.Struct({
@@ -29,6 +29,10 @@ export const OrderRow = Schema.Struct({
   last_attempt_at: Schema.DateFromSelf
 })
 export type OrderRow = typeof OrderRow.Type
+const orderRows = rowsOf(OrderRow)
+const orderIds = rowsOf(Schema.Struct({ order_id: OrderId }))
+/** The order a query found, if any. */
+const firstOrder = Effect.map((rows: ReadonlyArray<OrderRow>) => Option.fromNullable(rows[0]))
 
 /** A new order as first stored: pending, with the session parameters every retry of its create sends. */
 export interface NewOrder {
@@ -42,29 +46,13 @@ export interface NewOrder {
 export const makeOrderRepository = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
-  const find = decodedOrDie(
-    SqlSchema.findOne({
-      Request: OrderId,
-      Result: OrderRow,
-      execute: (orderId) => sql`SELECT * FROM credit_orders WHERE order_id = ${orderId}`
-    })
-  )
+  const find = (orderId: OrderId) => orderRows(sql`SELECT * FROM credit_orders WHERE order_id = ${orderId}`).pipe(firstOrder)
 
-  const findPending = decodedOrDie(
-    SqlSchema.findOne({
-      Request: KeyFingerprint,
-      Result: OrderRow,
-      execute: (fingerprint) => sql`SELECT * FROM credit_orders WHERE fingerprint = ${fingerprint} AND state = 'pending'`
-    })
-  )
+  const findPending = (fingerprint: KeyFingerprint) =>
+    orderRows(sql`SELECT * FROM credit_orders WHERE fingerprint = ${fingerprint} AND state = 'pending'`).pipe(firstOrder)
 
-  const findByPaymentIntent = decodedOrDie(
-    SqlSchema.findOne({
-      Request: Schema.String,
-      Result: OrderRow,
-      execute: (paymentIntentId) => sql`SELECT * FROM credit_orders WHERE payment_intent_id = ${paymentIntentId}`
-    })
-  )
+  const findByPaymentIntent = (paymentIntentId: string) =>
+    orderRows(sql`SELECT * FROM credit_orders WHERE payment_intent_id = ${paymentIntentId}`).pipe(firstOrder)
 
   const paramsOf = (order: OrderRow) => Schema.decodeUnknown(SessionParams)(order.session_params).pipe(Effect.orDie)
 
@@ -94,31 +82,15 @@ export const makeOrderRepository = Effect.gen(function* () {
     sql`UPDATE credit_orders SET last_attempt_at = ${at}, updated_at = ${at} WHERE order_id = ${orderId}`
 
   /** Stores a new pending order unless its order_id exists; None when it did. Call inside the order's transaction. */
-  const insertRow = decodedOrDie(
-    SqlSchema.findOne({
-      Request: Schema.Struct({
-        orderId: OrderId,
-        fingerprint: KeyFingerprint,
-        paramsJson: Schema.String,
-        contextJson: Schema.NullOr(Schema.String),
-        at: Schema.DateFromSelf
-      }),
-      Result: OrderRow,
-      execute: ({ orderId, fingerprint, paramsJson, contextJson, at }) => sql`
-        INSERT INTO credit_orders (order_id, fingerprint, state, session_params, context, created_at, last_attempt_at, updated_at)
-        VALUES (${orderId}, ${fingerprint}, 'pending', ${paramsJson}::jsonb, ${contextJson}::jsonb, ${at}, ${at}, ${at})
-        ON CONFLICT (order_id) DO NOTHING
-        RETURNING *`
-    })
-  )
-  const insert = (order: NewOrder) =>
-    insertRow({
-      orderId: order.orderId,
-      fingerprint: order.fingerprint,
-      paramsJson: JSON.stringify(order.params),
-      contextJson: Option.match(order.context, { onNone: () => null, onSome: (c) => JSON.stringify(c) }),
-      at: order.at
-    })
+  const insert = ({ orderId, fingerprint, params, context, at }: NewOrder) => {
+    const paramsJson = JSON.stringify(params)
+    const contextJson = Option.match(context, { onNone: () => null, onSome: (c) => JSON.stringify(c) })
+    return orderRows(sql`
+      INSERT INTO credit_orders (order_id, fingerprint, state, session_params, context, created_at, last_attempt_at, updated_at)
+      VALUES (${orderId}, ${fingerprint}, 'pending', ${paramsJson}::jsonb, ${contextJson}::jsonb, ${at}, ${at}, ${at})
+      ON CONFLICT (order_id) DO NOTHING
+      RETURNING *`).pipe(firstOrder)
+  }
 
   const storeContext = (orderId: OrderId, context: Option.Option<OrderContext>) =>
     Option.match(context, {
@@ -133,16 +105,10 @@ export const makeOrderRepository = Effect.gen(function* () {
       WHERE order_id = ${orderId}`
 
   /** The orders a session names: by its saved session_id, or by the order_id it carries. */
-  const orderIdsOfSession = decodedOrDie(
-    SqlSchema.findAll({
-      Request: Schema.Struct({ sessionId: Schema.String, orderId: Schema.String }),
-      Result: Schema.Struct({ order_id: OrderId }),
-      execute: ({ sessionId, orderId }) => sql`
-        SELECT order_id FROM credit_orders WHERE session_id = ${sessionId} OR order_id::text = ${orderId}`
-    })
-  )
   const idsOfSession = (sessionId: string, orderId: string | null) =>
-    orderIdsOfSession({ sessionId, orderId: orderId ?? "" }).pipe(Effect.map((rows) => rows.map((row) => row.order_id)))
+    orderIds(sql`SELECT order_id FROM credit_orders WHERE session_id = ${sessionId} OR order_id::text = ${orderId ?? ""}`).pipe(
+      Effect.map((rows) => rows.map((row) => row.order_id))
+    )
 
   const rememberSession = (orderId: OrderId, sessionId: string) =>
     sql`UPDATE credit_orders SET session_id = COALESCE(session_id, ${sessionId}) WHERE order_id = ${orderId}`.pipe(Effect.asVoid)
