@@ -107,8 +107,7 @@ export const RequestStoreLive = Layer.effect(
         RETURNING request_id, funding`).pipe(Effect.map((rows) => rows.map((r) => ({ requestId: r.request_id, funding: r.funding }))))
 
     const purgeExpiredResults = (at: Date) =>
-      sql`
-        UPDATE analysis_requests SET result = NULL
+      sql`UPDATE analysis_requests SET result = NULL
         WHERE status = 'paid' AND result IS NOT NULL AND completed_at <= ${new Date(at.getTime() - RESULT_RETENTION_MS)}`
 
     const classify = (row: Attempt, fingerprint: InputFingerprint, at: Date): Effect.Effect<Claim> =>
@@ -155,16 +154,19 @@ export const RequestStoreLive = Layer.effect(
         const at = yield* now
         const current = yield* latestFor(input)
         if (current !== undefined && isLive(current, at)) return { claim: yield* classify(current, input.fingerprint, at), abandoned: [] }
-        const abandoned = yield* abandonStaleAt(at, { payer: input.payer, idempotencyKey: input.idempotencyKey })
+        // Only a running attempt past its lease can be stale: a key that has none (or only failed ones) skips the write.
+        const abandoned =
+          current?.status === "running" ? yield* abandonStaleAt(at, { payer: input.payer, idempotencyKey: input.idempotencyKey }) : []
         // An expired attempt was just abandoned, here or by another instance: read the key again.
         const latest = current?.status === "running" ? yield* latestFor(input) : current
         if (latest && latest.status !== "failed") return { claim: yield* classify(latest, input.fingerprint, at), abandoned }
         if (latest && latest.input_fingerprint !== input.fingerprint) {
           return { claim: Claim.Conflict({ requestId: latest.request_id }), abandoned }
         }
-        yield* purgeExpiredResults(at)
         const requestId = yield* nextRequestId
+        // Recording a new request is when expired result texts are removed: one statement does both.
         const inserted = yield* sql`
+          WITH purged AS (${purgeExpiredResults(at)})
           INSERT INTO analysis_requests
             (request_id, payer, idempotency_key, input_fingerprint, funding, status, lease_until, created_at)
           VALUES (${requestId}, ${input.payer}, ${input.idempotencyKey}, ${input.fingerprint}, ${input.funding}, 'running',
