@@ -29,14 +29,38 @@ export interface Replayable {
   readonly untilMs: number
 }
 
+/**
+ * The identity of an analysis request as it arrived: who sends it under which Idempotency-Key (`head`: the credential
+ * and the key), and with which body (`full`: the head and the body bytes).
+ */
+export interface ReplayKey {
+  readonly head: string
+  readonly full: string
+}
+
+type Headers = IncomingHttpHeaders | Readonly<Record<string, string | undefined>>
+
+const headOf = (headers: Headers): string =>
+  createHash("sha256")
+    .update(`${headers.authorization ?? ""}\n${headers["payment-signature"] ?? ""}\n${headers["idempotency-key"] ?? ""}`)
+    .digest("base64")
+
+const fullOf = (head: string, body: string | Buffer): string => createHash("sha256").update(`${head}\n`).update(body).digest("base64")
+
+export const replayKey = (headers: Headers, body: string | Buffer): ReplayKey => {
+  const head = headOf(headers)
+  return { head, full: fullOf(head, body) }
+}
+
 /** Completed results this instance served, by `replayKey`; they never change before their recovery window ends. */
 export class ReplayCache extends Context.Tag("morsel/ReplayCache")<
   ReplayCache,
   {
-    readonly record: (key: string, replayable: Replayable) => void
+    readonly record: (key: ReplayKey, replayable: Replayable) => void
     /** The result while it is still replayable at `nowMs`. */
-    readonly lookup: (key: string, nowMs: number) => Replayable | undefined
-    readonly size: () => number
+    readonly lookup: (full: string, nowMs: number) => Replayable | undefined
+    /** Whether a result is kept for this credential and Idempotency-Key (with whatever body). */
+    readonly holds: (head: string) => boolean
   }
 >() {}
 
@@ -45,38 +69,44 @@ const REPLAYS_KEPT = 2_048
 
 export const ReplayCacheLive = Layer.sync(ReplayCache, () => {
   // A Map iterates in insertion order: the first key is the least recently recorded or used.
-  const entries = new Map<string, Replayable>()
+  const entries = new Map<string, { readonly head: string; readonly replayable: Replayable }>()
+  const heads = new Map<string, number>()
+  const remove = (full: string) => {
+    const entry = entries.get(full)
+    if (entry === undefined) return
+    entries.delete(full)
+    const left = (heads.get(entry.head) ?? 1) - 1
+    if (left > 0) heads.set(entry.head, left)
+    else heads.delete(entry.head)
+  }
   return ReplayCache.of({
-    record: (key, replayable) => {
-      entries.delete(key)
-      entries.set(key, replayable)
+    record: ({ full, head }, replayable) => {
+      remove(full)
+      entries.set(full, { head, replayable })
+      heads.set(head, (heads.get(head) ?? 0) + 1)
       const oldest = entries.keys().next()
-      if (entries.size > REPLAYS_KEPT && !oldest.done) entries.delete(oldest.value)
+      if (entries.size > REPLAYS_KEPT && !oldest.done) remove(oldest.value)
     },
-    lookup: (key, nowMs) => {
-      const found = entries.get(key)
-      if (found === undefined) return undefined
-      entries.delete(key)
-      if (nowMs >= found.untilMs) return undefined
-      entries.set(key, found)
-      return found
+    lookup: (full, nowMs) => {
+      const entry = entries.get(full)
+      if (entry === undefined) return undefined
+      if (nowMs >= entry.replayable.untilMs) {
+        remove(full)
+        return undefined
+      }
+      entries.delete(full)
+      entries.set(full, entry)
+      return entry.replayable
     },
-    size: () => entries.size
+    holds: (head) => heads.has(head)
   })
 })
 
-/** The identity of an analysis request as it arrived: its credential, Idempotency-Key and body bytes. */
-export const replayKey = (headers: IncomingHttpHeaders | Readonly<Record<string, string | undefined>>, body: string | Buffer): string =>
-  createHash("sha256")
-    .update(`${headers.authorization ?? ""}\n${headers["payment-signature"] ?? ""}\n${headers["idempotency-key"] ?? ""}\n`)
-    .update(body)
-    .digest("base64")
-
 /** Keys the lane already worked out for requests it passed on, so that they are not hashed twice. */
-const passedKeys = new WeakMap<IncomingMessage, string>()
+const passedKeys = new WeakMap<IncomingMessage, ReplayKey>()
 
 /** The `replayKey` of the request being handled. */
-export const replayKeyOf = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string, HttpServerError.RequestError> =>
+export const replayKeyOf = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<ReplayKey, HttpServerError.RequestError> =>
   Effect.suspend(() => {
     const known = passedKeys.get(NodeHttpServerRequest.toIncomingMessage(request))
     return known === undefined ? Effect.map(request.text, (body) => replayKey(request.headers, body)) : Effect.succeed(known)
@@ -177,12 +207,14 @@ export const FastLaneLive = Layer.scopedDiscard(
       const length = Number(headers["content-length"])
       if (!Number.isSafeInteger(length) || length <= 0 || length > MAX_BODY_BYTES) return false
       const funded = headers.authorization !== undefined || headers["payment-signature"] !== undefined
-      if (funded ? replays.size() === 0 : Option.isNone(challenge)) return false
+      // A funded request is read only when a result is kept under its credential and key: a new analysis is not delayed.
+      const head = funded ? headOf(headers) : ""
+      if (funded ? !replays.holds(head) : Option.isNone(challenge)) return false
       void readBody(request).then(async (body) => {
         if (body === undefined) return
         if (funded) {
-          const key = replayKey(headers, body)
-          const replay = replays.lookup(key, clock.unsafeCurrentTimeMillis())
+          const key = { head, full: fullOf(head, body) }
+          const replay = replays.lookup(key.full, clock.unsafeCurrentTimeMillis())
           if (replay === undefined) return void passedKeys.set(passOn(body), key)
           return answer(response, 200, replay.body, Option.match(replay.paymentResponse, { onNone: () => ({}), onSome: (value) => ({ "payment-response": value }) }))
         }

@@ -2,10 +2,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { registerExactEvmScheme } from "@x402/evm/exact/client"
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
-import { Context, Effect, Layer, Metric, MetricLabel, TestClock } from "effect"
+import { Context, Effect, Layer, Metric, MetricLabel, Option, TestClock } from "effect"
 import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
+import { ReplayCache, ReplayCacheLive, replayKey } from "../../src/http/fastLane.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { fastLaneAnswers } from "../../src/observability/metrics.ts"
 import { FundingLive } from "../../src/server.ts"
@@ -153,6 +154,26 @@ describe("fast lane", () => {
       expect(yield* laneAnswers("replay")).toBe(before + 1)
       expect(yield* Context.get(funding, FundingMemoryLedger).balances).toEqual({ alice: 9 })
     }))
+
+  it.effect("the replay memory keeps the last 2,048 results, forgets expired ones, and knows which credential and key it holds", () =>
+    Effect.gen(function* () {
+      const replays = yield* ReplayCache
+      const keyOf = (i: number, body = "{}") => replayKey({ authorization: "Bearer k", "idempotency-key": `key-${i}` }, body)
+      const kept = (untilMs: number) => ({ body: "{}", paymentResponse: Option.none(), untilMs })
+      for (let i = 0; i < 2_049; i++) replays.record(keyOf(i), kept(1_000))
+      expect(replays.holds(keyOf(0).head)).toBe(false)
+      expect(replays.lookup(keyOf(0).full, 0)).toBeUndefined()
+      expect(replays.holds(keyOf(1).head)).toBe(true)
+      expect(replays.lookup(keyOf(1).full, 999)?.untilMs).toBe(1_000)
+      // Another body under the same credential and key is another request.
+      expect(replays.lookup(keyOf(1, "{ }").full, 0)).toBeUndefined()
+      // Used a moment ago, key 1 outlives key 2 when the next result comes in.
+      replays.record(keyOf(2_049), kept(1_000))
+      expect(replays.holds(keyOf(1).head)).toBe(true)
+      expect(replays.holds(keyOf(2).head)).toBe(false)
+      expect(replays.lookup(keyOf(3).full, 1_000)).toBeUndefined()
+      expect(replays.holds(keyOf(3).head)).toBe(false)
+    }).pipe(Effect.provide(ReplayCacheLive)))
 
   it.live("in the sandbox the lane's challenge says it comes from the sandbox", () =>
     Effect.gen(function* () {
