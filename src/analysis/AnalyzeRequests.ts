@@ -65,8 +65,10 @@ export interface AnalyzeCall {
 export interface Served {
   readonly result: AnalysisResult
   readonly paymentResponse: Option.Option<string>
-  /** Until when the identical request is answered with this result (the recovery window, counted from no later than completion). */
+  /** Until when the same request is answered with this result (the recovery window, counted from no later than completion). */
   readonly replayableUntil: Date
+  /** The input the result belongs to. */
+  readonly input: InputFingerprint
 }
 
 export type AnalyzeError = Effect.Effect.Error<ReturnType<Context.Tag.Service<typeof AnalyzeRequests>["analyze"]>>
@@ -112,10 +114,11 @@ export const AnalyzeRequestsLive = Layer.effect(
       )
 
     /** A result settled now: the window is counted from before the settlement, so it never outlasts the stored one. */
-    const served = (result: AnalysisResult, settled: Settled, settling: number): Served => ({
+    const served = (result: AnalysisResult, settled: Settled, settling: number, input: InputFingerprint): Served => ({
       result,
       paymentResponse: settled.paymentResponse,
-      replayableUntil: new Date(settling + RESULT_RETENTION_MS)
+      replayableUntil: new Date(settling + RESULT_RETENTION_MS),
+      input
     })
 
     /** How a funding method saves the result of `requestId`; storage trouble is a 503, a failure a closed attempt. */
@@ -148,7 +151,7 @@ export const AnalyzeRequestsLive = Layer.effect(
           Effect.flatMap(Fiber.join)
         )
 
-    const attempt = (method: FundingMethod, requestId: RequestId, image: Uint8Array, payload: AnalyzeRequest) =>
+    const attempt = (method: FundingMethod, requestId: RequestId, image: Uint8Array, payload: AnalyzeRequest, input: InputFingerprint) =>
       Effect.gen(function* () {
         // Refused before anything was reserved: the attempt never became one.
         const forget = Effect.ignoreLogged(store.forget(requestId))
@@ -169,13 +172,13 @@ export const AnalyzeRequestsLive = Layer.effect(
           )
           const settling = yield* Clock.currentTimeMillis
           const settled = yield* reservation.settle(saveOf(requestId, result))
-          return served(result, settled, settling)
+          return served(result, settled, settling, input)
         }).pipe(Effect.tapDefect(() => giveBack("internal_error", false)))
       })
 
-    const resume = (method: FundingMethod, requestId: RequestId, result: AnalysisResult) =>
+    const resume = (method: FundingMethod, requestId: RequestId, result: AnalysisResult, input: InputFingerprint) =>
       Effect.flatMap(Clock.currentTimeMillis, (settling) =>
-        Effect.map(method.resume(requestId, saveOf(requestId, result)), (settled) => served(result, settled, settling))
+        Effect.map(method.resume(requestId, saveOf(requestId, result)), (settled) => served(result, settled, settling, input))
       )
 
     const analyze = ({ credential: decoded, idempotencyKey, payload }: AnalyzeCall) =>
@@ -195,11 +198,12 @@ export const AnalyzeRequestsLive = Layer.effect(
           return yield* funding.challenge
         }
         const method = yield* funding.identify(credential)
+        const input = inputFingerprint(image, payload)
         const { abandoned, claim } = yield* store
           .claim({
             payer: method.payer.id,
             idempotencyKey,
-            fingerprint: inputFingerprint(image, payload),
+            fingerprint: input,
             funding: method.payer.kind,
             leaseMs
           })
@@ -210,7 +214,8 @@ export const AnalyzeRequestsLive = Layer.effect(
             return {
               result: claim.result,
               paymentResponse: claim.paymentResponse,
-              replayableUntil: new Date(claim.completedAt.getTime() + RESULT_RETENTION_MS)
+              replayableUntil: new Date(claim.completedAt.getTime() + RESULT_RETENTION_MS),
+              input
             }
           case "InProgress":
             return yield* new Conflict({
@@ -229,12 +234,12 @@ export const AnalyzeRequestsLive = Layer.effect(
               error: { code: "result_expired", message: "the 24-hour result recovery window has passed", request_id: claim.requestId }
             })
           case "Pending":
-            return yield* resume(method, claim.requestId, claim.result).pipe(
+            return yield* resume(method, claim.requestId, claim.result, input).pipe(
               Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
             )
           case "Started":
             // Every line logged while the analysis runs names it and how it is paid.
-            return yield* observed(attempt(method, claim.requestId, image, payload)).pipe(
+            return yield* observed(attempt(method, claim.requestId, image, payload, input)).pipe(
               Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
             )
         }

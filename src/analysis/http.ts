@@ -3,7 +3,7 @@ import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Clock, Effect, Option, Schema } from "effect"
 import { AnalysisResult } from "../domain/schemas.ts"
 import { MorselApi } from "../http/Api.ts"
-import { ReplayCache, replayKeyOf } from "../http/fastLane.ts"
+import { ReplayCache, replayKey } from "../http/fastLane.ts"
 import { setResponseHeader } from "../http/headers.ts"
 import { withRetryAfter } from "../limits/http.ts"
 import { decodePayment } from "../x402/protocol.ts"
@@ -17,13 +17,13 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
     const requests = yield* AnalyzeRequests
     const replays = yield* ReplayCache
 
-    /** The identical request is answered from this instance's memory while the result may be replayed. */
-    const remember = ({ paymentResponse, replayableUntil, result }: Served) =>
+    /** The same request (credential, Idempotency-Key and input) is answered from this instance's memory while the result may be replayed. */
+    const remember = ({ input, paymentResponse, replayableUntil, result }: Served) =>
       Effect.gen(function* () {
-        const key = yield* Effect.option(Effect.flatMap(HttpServerRequest.HttpServerRequest, replayKeyOf))
+        const request = yield* HttpServerRequest.HttpServerRequest
         const encoded = yield* Effect.option(encodeResult(result))
-        if (Option.isNone(key) || Option.isNone(encoded) || (yield* Clock.currentTimeMillis) >= replayableUntil.getTime()) return
-        replays.record(key.value, { body: JSON.stringify(encoded.value), paymentResponse, untilMs: replayableUntil.getTime() })
+        if (Option.isNone(encoded) || (yield* Clock.currentTimeMillis) >= replayableUntil.getTime()) return
+        replays.record(replayKey(request.headers, input), { body: JSON.stringify(encoded.value), paymentResponse, untilMs: replayableUntil.getTime() })
       })
 
     return handlers.handle(

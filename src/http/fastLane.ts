@@ -5,12 +5,12 @@
  */
 import { createHash } from "node:crypto"
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
-import type { HttpServerError, HttpServerRequest } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Effect, Either, Exit, FiberRef, FiberRefs, Layer, LogLevel, Option, Runtime, Schema } from "effect"
+import { inputFingerprint } from "../analysis/AnalyzeRequests.ts"
 import { Funding } from "../analysis/Funding.ts"
 import { AppConfig } from "../config.ts"
 import { PaymentRequired } from "../domain/errors.ts"
+import type { InputFingerprint } from "../domain/ids.ts"
 import { inspectImage } from "../domain/image.ts"
 import { AnalyzeRequest } from "../domain/schemas.ts"
 import { Limits } from "../limits/Limits.ts"
@@ -30,8 +30,8 @@ export interface Replayable {
 }
 
 /**
- * The identity of an analysis request as it arrived: who sends it under which Idempotency-Key (`head`: the credential
- * and the key), and with which body (`full`: the head and the body bytes).
+ * The identity of an analysis request for replays, as the stack's idempotency sees it: who sends it under which
+ * Idempotency-Key (`head`: the credential and the key), and for which input (`full`: the head and the input fingerprint).
  */
 export interface ReplayKey {
   readonly head: string
@@ -45,11 +45,11 @@ const headOf = (headers: Headers): string =>
     .update(`${headers.authorization ?? ""}\n${headers["payment-signature"] ?? ""}\n${headers["idempotency-key"] ?? ""}`)
     .digest("base64")
 
-const fullOf = (head: string, body: string | Buffer): string => createHash("sha256").update(`${head}\n`).update(body).digest("base64")
+const fullOf = (head: string, input: InputFingerprint): string => createHash("sha256").update(`${head}\n${input}`).digest("base64")
 
-export const replayKey = (headers: Headers, body: string | Buffer): ReplayKey => {
+export const replayKey = (headers: Headers, input: InputFingerprint): ReplayKey => {
   const head = headOf(headers)
-  return { head, full: fullOf(head, body) }
+  return { head, full: fullOf(head, input) }
 }
 
 /** Completed results this instance served, by `replayKey`; they never change before their recovery window ends. */
@@ -102,16 +102,6 @@ export const ReplayCacheLive = Layer.sync(ReplayCache, () => {
   })
 })
 
-/** Keys the lane already worked out for requests it passed on, so that they are not hashed twice. */
-const passedKeys = new WeakMap<IncomingMessage, ReplayKey>()
-
-/** The `replayKey` of the request being handled. */
-export const replayKeyOf = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<ReplayKey, HttpServerError.RequestError> =>
-  Effect.suspend(() => {
-    const known = passedKeys.get(NodeHttpServerRequest.toIncomingMessage(request))
-    return known === undefined ? Effect.map(request.text, (body) => replayKey(request.headers, body)) : Effect.succeed(known)
-  })
-
 const decodeHeaders = Schema.decodeUnknownEither(AnalyzeHeaders)
 const decodeRequest = Schema.decodeUnknownEither(AnalyzeRequest)
 const encodeChallenge = Schema.encodeSync(PaymentRequired)
@@ -126,17 +116,19 @@ const readBody = (request: IncomingMessage): Promise<Buffer | undefined> =>
     request.on("aborted", () => resolve(undefined))
   })
 
-/** A valid, unfunded analysis request: what the stack would answer with the price challenge. */
-const isValidUnfunded = (request: IncomingMessage, body: Buffer): boolean => {
-  if (Either.isLeft(decodeHeaders(request.headers))) return false
+/** The input of a valid analysis request (headers, body and image as the stack checks them); none for anything else. */
+const validInput = (request: IncomingMessage, body: Buffer): Option.Option<InputFingerprint> => {
+  if (Either.isLeft(decodeHeaders(request.headers))) return Option.none()
   let json: unknown
   try {
     json = JSON.parse(body.toString("utf8"))
   } catch {
-    return false
+    return Option.none()
   }
   const decoded = decodeRequest(json)
-  return Either.isRight(decoded) && Either.isRight(inspectImage(decoded.right.image_base64, decoded.right.mime_type))
+  if (Either.isLeft(decoded)) return Option.none()
+  const image = inspectImage(decoded.right.image_base64, decoded.right.mime_type)
+  return Either.isLeft(image) ? Option.none() : Option.some(inputFingerprint(image.right.bytes, decoded.right))
 }
 
 /** Attaches the lane to the service's own Node server, when it runs on one (FrontDoor) and requests are not traced. */
@@ -212,13 +204,13 @@ export const FastLaneLive = Layer.scopedDiscard(
       if (funded ? !replays.holds(head) : Option.isNone(challenge)) return false
       void readBody(request).then(async (body) => {
         if (body === undefined) return
+        const input = validInput(request, body)
         if (funded) {
-          const key = { head, full: fullOf(head, body) }
-          const replay = replays.lookup(key.full, clock.unsafeCurrentTimeMillis())
-          if (replay === undefined) return void passedKeys.set(passOn(body), key)
+          const replay = Option.isSome(input) ? replays.lookup(fullOf(head, input.value), clock.unsafeCurrentTimeMillis()) : undefined
+          if (replay === undefined) return void passOn(body)
           return answer(response, 200, replay.body, Option.match(replay.paymentResponse, { onNone: () => ({}), onSome: (value) => ({ "payment-response": value }) }))
         }
-        if (Option.isNone(challenge) || !isValidUnfunded(request, body) || !(await limitsOpen())) return void passOn(body)
+        if (Option.isNone(challenge) || Option.isNone(input) || !(await limitsOpen())) return void passOn(body)
         answer(response, 402, challenge.value.body, { "payment-required": challenge.value.header })
       })
       return true

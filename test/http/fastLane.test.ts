@@ -6,6 +6,7 @@ import { Context, Effect, Layer, Metric, MetricLabel, Option, TestClock } from "
 import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
+import { InputFingerprint } from "../../src/domain/ids.ts"
 import { ReplayCache, ReplayCacheLive, replayKey } from "../../src/http/fastLane.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { fastLaneAnswers } from "../../src/observability/metrics.ts"
@@ -94,7 +95,7 @@ describe("fast lane", () => {
       expect(yield* laneAnswers("challenge")).toBe(before)
     }).pipe(Effect.provide(TestChain.memory())))
 
-  it.scopedLive("an x402 replay: the identical request is answered by the lane with the stack's bytes and receipt; nothing moves twice", () =>
+  it.scopedLive("an x402 replay: the same request is answered by the lane with the stack's bytes and receipt; nothing moves twice", () =>
     Effect.gen(function* () {
       const { chain, fake, lane, stack } = yield* twoInstances
       const payer = chain.accounts.payers[0]!
@@ -119,11 +120,16 @@ describe("fast lane", () => {
       expect(fromLane.text).toBe(firstText)
       expect(fromLane.headers.get("payment-response")).toBe(first.headers.get("payment-response"))
       expectSameAnswer(fromLane, fromStack)
-      // Another body under the same key is the stack's to refuse.
+      // The same input written another way is the same request: replayed too, as the stack would.
+      const rewritten = { ...identical, rawBody: JSON.stringify({ mime_type: body.mime_type, language: "en", image_base64: body.image_base64 }, null, 1) }
+      const again = yield* Effect.promise(() => send(`${lane}/v1/analyze`, rewritten))
+      expect(yield* laneAnswers("replay")).toBe(before + 2)
+      expectSameAnswer(again, yield* Effect.promise(() => send(`${stack}/v1/analyze`, rewritten)))
+      // Another input under the same key is the stack's to refuse.
       const changed = yield* Effect.promise(() => send(`${lane}/v1/analyze`, { ...identical, rawBody: JSON.stringify({ ...body, language: "lt" }) }))
       expect(changed.status).toBe(409)
       expect(errorCode(changed)).toBe("idempotency_conflict")
-      expect(yield* laneAnswers("replay")).toBe(before + 1)
+      expect(yield* laneAnswers("replay")).toBe(before + 2)
       expect(fake.requests).toHaveLength(1)
       expect(yield* Effect.promise(() => chain.transfers(payer.address, chain.accounts.payTo.address))).toHaveLength(1)
     }).pipe(Effect.provide(TestChain.memory())))
@@ -158,15 +164,15 @@ describe("fast lane", () => {
   it.effect("the replay memory keeps the last 2,048 results, forgets expired ones, and knows which credential and key it holds", () =>
     Effect.gen(function* () {
       const replays = yield* ReplayCache
-      const keyOf = (i: number, body = "{}") => replayKey({ authorization: "Bearer k", "idempotency-key": `key-${i}` }, body)
+      const keyOf = (i: number, input = "photo") => replayKey({ authorization: "Bearer k", "idempotency-key": `key-${i}` }, InputFingerprint.make(input))
       const kept = (untilMs: number) => ({ body: "{}", paymentResponse: Option.none(), untilMs })
       for (let i = 0; i < 2_049; i++) replays.record(keyOf(i), kept(1_000))
       expect(replays.holds(keyOf(0).head)).toBe(false)
       expect(replays.lookup(keyOf(0).full, 0)).toBeUndefined()
       expect(replays.holds(keyOf(1).head)).toBe(true)
       expect(replays.lookup(keyOf(1).full, 999)?.untilMs).toBe(1_000)
-      // Another body under the same credential and key is another request.
-      expect(replays.lookup(keyOf(1, "{ }").full, 0)).toBeUndefined()
+      // Another input under the same credential and key is another request.
+      expect(replays.lookup(keyOf(1, "another photo").full, 0)).toBeUndefined()
       // Used a moment ago, key 1 outlives key 2 when the next result comes in.
       replays.record(keyOf(2_049), kept(1_000))
       expect(replays.holds(keyOf(1).head)).toBe(true)
