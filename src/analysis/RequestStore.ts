@@ -53,6 +53,8 @@ const Attempt = Schema.Struct({
 })
 type Attempt = typeof Attempt.Type
 const attempts = rowsOf(Attempt)
+/** The first look at a key: the attempt this look recorded (`recorded`), or the key's latest attempt. */
+const looks = rowsOf(Schema.extend(Attempt, Schema.Struct({ recorded: Schema.Boolean })))
 const abandonedRows = rowsOf(Schema.Struct({ request_id: RequestId, funding: FundingKind }))
 const leaseEnds = rowsOf(Schema.Struct({ lease_until: Schema.NullOr(Schema.DateFromSelf) }))
 /** A new attempt's id: the next id of the `Ids` service (a fixed sequence in tests). */
@@ -149,10 +151,39 @@ export const RequestStoreLive = Layer.effect(
     const isLive = (row: Attempt, at: Date): boolean =>
       row.status !== "failed" && (row.status !== "running" || row.lease_until.getTime() >= at.getTime())
 
+    /**
+     * The key's latest attempt; or, when the key was never used, a new running attempt `requestId` recorded by the
+     * same statement (which is also when expired result texts are removed). A first attempt and a replay each cost
+     * one round trip; neither row comes back when another instance recorded the key in the meantime.
+     */
+    const firstLook = (input: ClaimInput, requestId: RequestId, at: Date) =>
+      Effect.map(
+        looks(sql`
+          WITH latest AS (
+            SELECT * FROM analysis_requests WHERE payer = ${input.payer} AND idempotency_key = ${input.idempotencyKey}
+            ORDER BY (status <> 'failed') DESC, created_at DESC LIMIT 1),
+          purged AS (${purgeExpiredResults(at)} AND NOT EXISTS (SELECT 1 FROM latest)),
+          recorded AS (
+            INSERT INTO analysis_requests
+              (request_id, payer, idempotency_key, input_fingerprint, funding, status, lease_until, created_at)
+            SELECT ${requestId}, ${input.payer}, ${input.idempotencyKey}, ${input.fingerprint}, ${input.funding}, 'running',
+                   ${new Date(at.getTime() + input.leaseMs)}, ${at}
+            WHERE NOT EXISTS (SELECT 1 FROM latest)
+            ON CONFLICT (payer, idempotency_key) WHERE status <> 'failed' DO NOTHING
+            RETURNING *)
+          SELECT *, true AS recorded FROM recorded
+          UNION ALL
+          SELECT *, false AS recorded FROM latest`),
+        (rows) => rows[0]
+      )
+
     const claim = (input: ClaimInput) =>
       Effect.gen(function* () {
         const at = yield* now
-        const current = yield* latestFor(input)
+        const requestId = yield* nextRequestId
+        const first = yield* firstLook(input, requestId, at)
+        if (first?.recorded) return { claim: Claim.Started({ requestId }), abandoned: [] }
+        const current = first ?? (yield* latestFor(input))
         if (current !== undefined && isLive(current, at)) return { claim: yield* classify(current, input.fingerprint, at), abandoned: [] }
         // Only a running attempt past its lease can be stale: a key that has none (or only failed ones) skips the write.
         const abandoned =
@@ -163,7 +194,6 @@ export const RequestStoreLive = Layer.effect(
         if (latest && latest.input_fingerprint !== input.fingerprint) {
           return { claim: Claim.Conflict({ requestId: latest.request_id }), abandoned }
         }
-        const requestId = yield* nextRequestId
         // Recording a new request is when expired result texts are removed: one statement does both.
         const inserted = yield* sql`
           WITH purged AS (${purgeExpiredResults(at)})
