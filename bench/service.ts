@@ -138,7 +138,7 @@ const orchestrate = async () => {
     // Analysis overhead at c = 1: the large photo, fresh keys, alternating servers.
     const overheadSubject: Array<number> = []
     const overheadBaseline: Array<number> = []
-    for (let round = 0; round < 4; round++) {
+    for (let round = 0; round < 8; round++) {
       overheadSubject.push(...(await sequential(morsel.port, 2, (i) => analyzeCall(large, `${run}-big-${round}-${i}`))))
       overheadBaseline.push(...(await sequential(bare.port, 2, bareDecode)))
     }
@@ -147,7 +147,7 @@ const orchestrate = async () => {
     // The matcher through the API: twenty components against one, on the small photo.
     const one: Array<number> = []
     const twenty: Array<number> = []
-    for (let round = 0; round < 5; round++) {
+    for (let round = 0; round < 8; round++) {
       one.push(...(await sequential(morsel.port, 3, (i) => analyzeCall(small, `${run}-one-${round}-${i}`, "en"))))
       twenty.push(...(await sequential(morsel.port, 3, (i) => analyzeCall(small, `${run}-twenty-${round}-${i}`, "lt"))))
     }

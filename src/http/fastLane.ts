@@ -116,8 +116,8 @@ const readBody = (request: IncomingMessage): Promise<Buffer | undefined> =>
     request.on("aborted", () => resolve(undefined))
   })
 
-/** The input of a valid analysis request (headers, body and image as the stack checks them); none for anything else. */
-const validInput = (request: IncomingMessage, body: Buffer): Option.Option<InputFingerprint> => {
+/** The fingerprint of a valid analysis request's input (headers, body and image as the stack checks them); none for anything else. */
+const validInput = (request: IncomingMessage, body: Buffer): Option.Option<() => InputFingerprint> => {
   if (Either.isLeft(decodeHeaders(request.headers))) return Option.none()
   let json: unknown
   try {
@@ -128,7 +128,7 @@ const validInput = (request: IncomingMessage, body: Buffer): Option.Option<Input
   const decoded = decodeRequest(json)
   if (Either.isLeft(decoded)) return Option.none()
   const image = inspectImage(decoded.right.image_base64, decoded.right.mime_type)
-  return Either.isLeft(image) ? Option.none() : Option.some(inputFingerprint(image.right.bytes, decoded.right))
+  return Either.isLeft(image) ? Option.none() : Option.some(() => inputFingerprint(image.right.bytes, decoded.right))
 }
 
 /** Attaches the lane to the service's own Node server, when it runs on one (FrontDoor) and requests are not traced. */
@@ -206,7 +206,7 @@ export const FastLaneLive = Layer.scopedDiscard(
         if (body === undefined) return
         const input = validInput(request, body)
         if (funded) {
-          const replay = Option.isSome(input) ? replays.lookup(fullOf(head, input.value), clock.unsafeCurrentTimeMillis()) : undefined
+          const replay = Option.isSome(input) ? replays.lookup(fullOf(head, input.value()), clock.unsafeCurrentTimeMillis()) : undefined
           if (replay === undefined) return void passOn(body)
           return answer(response, 200, replay.body, Option.match(replay.paymentResponse, { onNone: () => ({}), onSome: (value) => ({ "payment-response": value }) }))
         }
