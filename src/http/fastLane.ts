@@ -207,10 +207,10 @@ export const FastLaneLive = Layer.scopedDiscard(
         const input = validInput(request, body)
         if (funded) {
           const replay = Option.isSome(input) ? replays.lookup(fullOf(head, input.value()), clock.unsafeCurrentTimeMillis()) : undefined
-          if (replay === undefined) return void passOn(body)
+          if (replay === undefined) return passOn(body)
           return answer(response, 200, replay.body, Option.match(replay.paymentResponse, { onNone: () => ({}), onSome: (value) => ({ "payment-response": value }) }))
         }
-        if (Option.isNone(challenge) || Option.isNone(input) || !(await limitsOpen())) return void passOn(body)
+        if (Option.isNone(challenge) || Option.isNone(input) || !(await limitsOpen())) return passOn(body)
         answer(response, 402, challenge.value.body, { "payment-required": challenge.value.header })
       })
       return true

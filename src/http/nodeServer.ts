@@ -11,8 +11,8 @@ const NOT_READY = JSON.stringify({
   error: { code: "starting", message: "the service is starting or stopping; retry in a moment" }
 })
 
-/** Hands a request on to the application, with the body the lane already read from it; gives the request the application reads. */
-export type PassOn = (body: Buffer) => IncomingMessage
+/** Hands a request on to the application, with the body the lane already read from it. */
+export type PassOn = (body: Buffer) => void
 
 /** Answers some requests without the application; see `src/http/fastLane.ts`. */
 export interface Lane {
@@ -72,11 +72,7 @@ export class FrontServer extends Server {
       this.listenerCount("request") > 1 &&
       request instanceof IncomingMessage &&
       response instanceof ServerResponse &&
-      this.lane.take(request, response, (body) => {
-        const passed = withBody(request, body)
-        super.emit("request", passed, response)
-        return passed
-      })
+      this.lane.take(request, response, (body) => super.emit("request", withBody(request, body), response))
     ) {
       return true
     }
