@@ -1,7 +1,7 @@
 /**
  * The two hottest answers of `POST /v1/analyze` given in plain Node, with the bytes the HttpApi stack would send: the
- * 402 price challenge to a valid request that carries no funding, and the replay of a completed analysis to the
- * identical request (same credential, Idempotency-Key and body). Any other request, or any doubt, goes on to the stack.
+ * 402 price challenge to a valid request that carries no funding, and the replay of a completed analysis to the same
+ * request (same credential, Idempotency-Key and input). Any other request, or any doubt, goes on to the stack.
  */
 import { createHash } from "node:crypto"
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
