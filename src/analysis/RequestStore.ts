@@ -151,6 +151,12 @@ export const RequestStoreLive = Layer.effect(
     const isLive = (row: Attempt, at: Date): boolean =>
       row.status !== "failed" && (row.status !== "running" || row.lease_until.getTime() >= at.getTime())
 
+    const insertAttempt = sql`
+      INSERT INTO analysis_requests (request_id, payer, idempotency_key, input_fingerprint, funding, status, lease_until, created_at)`
+    /** A running attempt of `input`, holding its key for the lease. */
+    const newAttempt = (input: ClaimInput, requestId: RequestId, at: Date) =>
+      sql`${requestId}, ${input.payer}, ${input.idempotencyKey}, ${input.fingerprint}, ${input.funding}, 'running', ${new Date(at.getTime() + input.leaseMs)}, ${at}`
+
     /**
      * The key's latest attempt; or, when the key was never used, a new running attempt `requestId` recorded by the
      * same statement (which is also when expired result texts are removed). A first attempt and a replay each cost
@@ -164,11 +170,7 @@ export const RequestStoreLive = Layer.effect(
             ORDER BY (status <> 'failed') DESC, created_at DESC LIMIT 1),
           purged AS (${purgeExpiredResults(at)} AND NOT EXISTS (SELECT 1 FROM latest)),
           recorded AS (
-            INSERT INTO analysis_requests
-              (request_id, payer, idempotency_key, input_fingerprint, funding, status, lease_until, created_at)
-            SELECT ${requestId}, ${input.payer}, ${input.idempotencyKey}, ${input.fingerprint}, ${input.funding}, 'running',
-                   ${new Date(at.getTime() + input.leaseMs)}, ${at}
-            WHERE NOT EXISTS (SELECT 1 FROM latest)
+            ${insertAttempt} SELECT ${newAttempt(input, requestId, at)} WHERE NOT EXISTS (SELECT 1 FROM latest)
             ON CONFLICT (payer, idempotency_key) WHERE status <> 'failed' DO NOTHING
             RETURNING *)
           SELECT *, true AS recorded FROM recorded
@@ -197,10 +199,7 @@ export const RequestStoreLive = Layer.effect(
         // Recording a new request is when expired result texts are removed: one statement does both.
         const inserted = yield* sql`
           WITH purged AS (${purgeExpiredResults(at)})
-          INSERT INTO analysis_requests
-            (request_id, payer, idempotency_key, input_fingerprint, funding, status, lease_until, created_at)
-          VALUES (${requestId}, ${input.payer}, ${input.idempotencyKey}, ${input.fingerprint}, ${input.funding}, 'running',
-                  ${new Date(at.getTime() + input.leaseMs)}, ${at})
+          ${insertAttempt} VALUES (${newAttempt(input, requestId, at)})
           ON CONFLICT (payer, idempotency_key) WHERE status <> 'failed' DO NOTHING
           RETURNING request_id`
         if (inserted.length > 0) return { claim: Claim.Started({ requestId }), abandoned }
