@@ -80,8 +80,6 @@ export class FrontServer extends Server {
   }
 }
 
-export const createServerAnsweringUntilReady = (): Server => new FrontServer()
-
 /** The Node server the service listens on, for a lane to attach to; absent when a composition brings its own server. */
 export class FrontDoor extends Context.Tag("morsel/FrontDoor")<FrontDoor, FrontServer>() {}
 

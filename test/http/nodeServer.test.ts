@@ -2,12 +2,12 @@
 import type { ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { describe, expect, it } from "vitest"
-import { createServerAnsweringUntilReady } from "../../src/http/nodeServer.ts"
+import { FrontServer } from "../../src/http/nodeServer.ts"
 import { closeServer, errorCode, send } from "../support/http.ts"
 
-describe("createServerAnsweringUntilReady", () => {
+describe("FrontServer", () => {
   it("503 starting with Retry-After while no application listens; the application's answers once it does", async () => {
-    const server = createServerAnsweringUntilReady()
+    const server = new FrontServer()
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     try {
