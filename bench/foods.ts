@@ -4,12 +4,27 @@ import { embedded, layerFor } from "../src/db/Database.ts"
 import { importFoods } from "../src/foods/importer.ts"
 import { buildIndex, MATCHER_VERSION, matchIn } from "../src/foods/matcher.ts"
 import { readDatasets } from "../src/foods/sources.ts"
-import { DEV_DISHES, DEV_FOODS } from "../test/foods/devset.ts"
-import { evaluateDishes, evaluateFoods, GUESS_ERROR, NUTRIENTS, perturbedGuess, seededRandom } from "../test/foods/evaluate.ts"
+import { DEV_DISHES, DEV_FOODS, type DevFood } from "../test/foods/devset.ts"
+import { evaluateDishes, evaluateFoods, GUESS_ERROR, HELD_OUT_FOODS, type Matcher, NUTRIENTS, perturbedGuess, TUNING_FOODS } from "../test/foods/evaluate.ts"
+import { seededRandom } from "../test/support/seeded.ts"
 import { hasSr28, SR28_DIR } from "../test/foods/paths.ts"
 import type { Benchmark } from "./run.ts"
 
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`
+
+const LABEL = { kcal: "energy", protein_g: "protein", carbs_g: "carbohydrate", fat_g: "fat" } as const
+
+/** Accuracy and dish totals of one part of the dev set, side by side with the guesses alone. */
+const report = (title: string, match: Matcher, foods: ReadonlyArray<DevFood>) => {
+  const outcome = evaluateFoods(match, 10, 42, foods)
+  const dishes = evaluateDishes(match, 50, 7, foods)
+  console.log(`${title}: ${foods.length} foods`)
+  console.log(`  accuracy (the expected record, or one within 10 % on all four values): ${pct(outcome.accuracy)}`)
+  console.log(`  matched share (foods with an expected record): ${pct(outcome.matchedShare)}; correctly left unmatched: ${pct(outcome.abstainedShare)}`)
+  console.log(`  dish totals over ${dishes.dishes} dishes, mean absolute error in % of the true mean (guesses alone → matcher):`)
+  for (const key of NUTRIENTS) console.log(`    ${LABEL[key].padEnd(13)} ${pct(dishes.guessOnly[key]).padStart(7)} → ${pct(dishes.matcher[key]).padStart(7)}`)
+  console.log(`  grams matched to USDA: ${pct(dishes.matchedGramShare)} (of foods SR28 has a record for: ${pct(dishes.matchedFittingGramShare)})`)
+}
 
 const quantile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
 
@@ -42,11 +57,9 @@ export const foodsBenchmark: Benchmark = {
     const imported = await timeImport()
     console.log(`import into PGlite (in memory): ${imported.foods} foods, ${imported.portions} portions in ${(imported.elapsedMs / 1000).toFixed(1)} s`)
 
-    const match = (query: Parameters<typeof matchIn>[1]) => matchIn(index, query)
-    const foods = evaluateFoods(match, 10)
-    console.log(`accuracy (the expected record, or one within 10 % on all four values): ${pct(foods.accuracy)}`)
-    console.log(`matched share (foods with an expected record): ${pct(foods.matchedShare)}`)
-    console.log(`correctly left unmatched (no fitting record): ${pct(foods.abstainedShare)}`)
+    const match: Matcher = (query) => matchIn(index, query)
+    report("tuned on (four fifths of the dev set)", match, TUNING_FOODS)
+    report("held out (the fifth never tuned on; these figures count)", match, HELD_OUT_FOODS)
 
     // Latency: every dev query with a perturbed guess, after a warm-up round.
     const random = seededRandom(99)
@@ -59,11 +72,5 @@ export const foodsBenchmark: Benchmark = {
     })
     times.sort((a, b) => a - b)
     console.log(`match time over ${times.length} queries: median ${quantile(times, 0.5).toFixed(3)} ms, p95 ${quantile(times, 0.95).toFixed(3)} ms`)
-
-    const dishes = evaluateDishes(match, 50)
-    const label = { kcal: "energy", protein_g: "protein", carbs_g: "carbohydrate", fat_g: "fat" } as const
-    console.log(`dish totals over ${dishes.dishes} dishes, mean absolute error in % of the true mean (guesses alone → matcher):`)
-    for (const key of NUTRIENTS) console.log(`  ${label[key].padEnd(13)} ${pct(dishes.guessOnly[key]).padStart(7)} → ${pct(dishes.matcher[key]).padStart(7)}`)
-    console.log(`grams matched to USDA: ${pct(dishes.matchedGramShare)}`)
   }
 }

@@ -1,11 +1,13 @@
 /**
  * `npm run bench:service`: the service's own costs side by side with their baselines in one run — replays and
  * GET /health against a bare `node:http` server, the 402 challenge against the x402 reference seller, analysis
- * overhead and peak memory against a bare server that decodes and downscales the same photo, the matcher's cost
- * per item through the API, and `npm start` to a healthy server. Embedded database by default, PostgreSQL with
- * DATABASE_URL. Prints the ratios and writes them as JSON under bench/results/.
+ * overhead and peak memory against the floor (bare `node:http` and sharp at its defaults, decoding and downscaling
+ * the same photos), the matcher's cost per item through the API, `npm start` to a healthy server, and the idle
+ * memory of the starts a user makes, each with where its memory goes. Embedded database by default, PostgreSQL
+ * with DATABASE_URL; with TEST_DATABASE_URL alone, the embedded database and then PostgreSQL on that server.
+ * Prints the ratios and writes them as JSON under bench/results/.
  */
-import { spawn } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
@@ -13,8 +15,12 @@ import { fileURLToPath } from "node:url"
 import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "@effect/experimental"
 import { Effect, Redacted } from "effect"
+import { build } from "esbuild"
 import { type Call, type Child, type LoadResult, cpuMs, freePort, load, median, peakRssMiB, resetPeakRss, send, sequential, startRole } from "./service/load.ts"
-import { analyzeCall, morselEnv, photos, roles } from "./service/roles.ts"
+import { type Breakdown, describeBreakdown, describeMappings, type Mappings, mappings } from "./service/memory.ts"
+import { analyzeCall, FOODS_DIR, morselEnv, photos, roles } from "./service/roles.ts"
+import { NODE_BUNDLE } from "../bin/bundling.js"
+import { SERVE_ENV, SERVE_NODE_OPTIONS } from "../bin/tuning.js"
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)))
 const databaseUrl = process.env["DATABASE_URL"]
@@ -22,6 +28,35 @@ const ROUNDS = 3
 const SECONDS = 1.5
 const CONNECTIONS = 8
 const MAX_REQUESTS = 20_000
+
+/** The floor: bare node:http and sharp at its defaults, nothing of morsel loaded (plain Node, no TypeScript loader). */
+const floorScript = join(root, "bench/service/floor.mjs")
+/**
+ * morsel's role bundled as the shipped command line is (bin/bundle.js), run by plain Node: its memory and start are
+ * the product's, not those of a TypeScript loader compiling the sources. Written inside the tree so that the packages
+ * left outside the bundle resolve from node_modules.
+ */
+const bundleMorselRole = async (): Promise<string> => {
+  const outfile = join(root, "dist/bench/morsel-role.mjs")
+  await build({
+    absWorkingDir: root,
+    entryPoints: [join(root, "bench/service/morselRole.ts")],
+    outfile,
+    ...NODE_BUNDLE,
+    external: [...NODE_BUNDLE.external, "tsx"]
+  })
+  return outfile
+}
+
+/**
+ * The Node options and environment `morsel serve` runs a server with (bin/tuning.js): the benchmark's servers start
+ * with them, so that bin/morsel.js does not start itself again and the process measured is the server.
+ */
+const serverNodeOptions = SERVE_NODE_OPTIONS
+const serverEnv = SERVE_ENV
+
+/** How long a started server is left alone before its idle memory is read. */
+const IDLE_SECONDS = 15
 
 const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a")
 
@@ -88,8 +123,11 @@ const startOnce = async (dataDir: string): Promise<number> => {
     }
     return Number.NaN
   } finally {
-    if (child.pid !== undefined) process.kill(-child.pid, "SIGTERM")
-    await new Promise((resolve) => child.on("exit", resolve))
+    if (child.exitCode === null && child.pid !== undefined) {
+      const exited = new Promise((resolve) => child.on("exit", resolve))
+      process.kill(-child.pid, "SIGTERM")
+      await exited
+    }
   }
 }
 
@@ -104,6 +142,69 @@ const startUp = async () => {
   }
 }
 
+/** `morsel serve` (built tree) until /health answers, then IDLE_SECONDS with nothing served: its memory from /proc. */
+const idleAfterStart = async (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Promise<Mappings & { readyMs: number }> => {
+  const port = await freePort()
+  const started = performance.now()
+  const child = spawn(process.execPath, [...serverNodeOptions, join(root, "bin/morsel.js"), "serve", ...args], {
+    cwd: root,
+    stdio: "ignore",
+    env: { ...process.env, ...serverEnv, ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warning" }
+  })
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`morsel serve ${args.join(" ")} exited with ${child.exitCode}`)
+      const ok = await send(port, { method: "GET", path: "/health" }, undefined, 1000).then(
+        (r) => r.status === 200,
+        () => false
+      )
+      if (ok) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const readyMs = performance.now() - started
+    await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000))
+    return { ...mappings(child.pid ?? 0), readyMs }
+  } finally {
+    child.kill("SIGTERM")
+    if (child.exitCode === null) await new Promise((resolve) => child.on("exit", resolve))
+  }
+}
+
+/** `morsel fooddb import` of the benchmark's foods (SR28 when at hand) into the database `env` names. */
+const importFoods = (env: Readonly<Record<string, string>>) =>
+  new Promise<void>((resolve, reject) => {
+    execFile(process.execPath, [join(root, "bin/morsel.js"), "fooddb", "import", FOODS_DIR], { env: { ...process.env, ...env, LOG_LEVEL: "warning" } }, (error) =>
+      error ? reject(error) : resolve()
+    )
+  })
+
+/**
+ * Idle memory of the starts a user makes: on PostgreSQL; on the embedded database a first start on a new folder,
+ * a restart on it with SR28 imported, and the sandbox (in-memory database, shipped foods).
+ */
+const idleStarts = async () => {
+  if (!existsSync(join(root, "dist"))) return []
+  if (databaseUrl !== undefined) {
+    // The morsel role stored the benchmark's foods in this database already.
+    return [{ start: "PostgreSQL (DATABASE_URL), foods imported", goal: 150, ...(await idleAfterStart([], { DATABASE_URL: databaseUrl })) }]
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), "morsel-bench-idle-"))
+  try {
+    const env = { MORSEL_DATA_DIR: join(dataDir, "data") }
+    const first = await idleAfterStart([], env)
+    await importFoods(env)
+    const restart = await idleAfterStart([], env)
+    const sandbox = await idleAfterStart(["--sandbox"], {})
+    return [
+      { start: "embedded, first start on a new folder", goal: 300, ...first },
+      { start: "embedded, restart, foods imported", goal: 300, ...restart },
+      { start: "morsel serve --sandbox", goal: 300, ...sandbox }
+    ]
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
 const orchestrate = async () => {
   const database = databaseUrl === undefined ? "embedded (PGlite)" : "PostgreSQL (DATABASE_URL)"
   console.log(`service benchmark on ${database}; ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections, on 127.0.0.1`)
@@ -112,20 +213,22 @@ const orchestrate = async () => {
   const { large, small } = await photos()
   const children: Array<Child> = []
   try {
-    const bare = await startRole("bare")
+    const bare = await startRole("floor", {}, { script: floorScript })
     children.push(bare)
     const reference = await startRole("reference")
     children.push(reference)
-    // A deployed server restarts on a database that exists: the embedded one is created by a first start, so
-    // that PGlite's one-off initdb (about 600 MiB of WebAssembly memory, freed only by a later GC) is not measured.
-    if (databaseUrl === undefined) await (await startRole("morsel", env)).stop()
-    const morsel = await startRole("morsel", env)
+    // A deployed server restarts on a database that exists and holds its foods: that is what is measured.
+    const role = { script: await bundleMorselRole(), nodeArgs: ["--expose-gc", ...serverNodeOptions] }
+    // The first start creates the embedded database and stores the benchmark's foods (as `fooddb import` would).
+    await (await startRole("morsel", { ...serverEnv, ...env }, role)).stop()
+    const morsel = await startRole("morsel", { ...serverEnv, ...env }, role)
     children.push(morsel)
     const run = `bench-${Date.now().toString(36)}`
 
     // Peak memory first, on fresh processes: three concurrent ~2 MB photos. The peak of the start itself is
     // kept apart (the embedded database's first initdb is a one-off that a restart does not repeat).
     const startPeak = { subject: peakRssMiB(morsel.pid), baseline: peakRssMiB(bare.pid) }
+    const memoryIdle = { subject: await morsel.ask<Breakdown>("memory"), baseline: mappings(bare.pid) }
     resetPeakRss(morsel.pid)
     resetPeakRss(bare.pid)
     const three = [0, 1, 2]
@@ -134,6 +237,7 @@ const orchestrate = async () => {
     const bareDecode = (i: number): Call => ({ ...analyzeCall(large, `bare-${i}`), path: "/v1/analyze?decode" })
     await Promise.all(three.map((i) => send(bare.port, bareDecode(i))))
     const rss = { subject: peakRssMiB(morsel.pid), baseline: peakRssMiB(bare.pid), startPeak }
+    const memoryAfter = { subject: await morsel.ask<Breakdown>("memory"), baseline: mappings(bare.pid) }
 
     // Analysis overhead at c = 1: the large photo, fresh keys, alternating servers.
     const overheadSubject: Array<number> = []
@@ -165,9 +269,11 @@ const orchestrate = async () => {
     const challenge = await sideBySide(morsel, unfunded, reference, unfunded, true)
 
     const health = await sideBySide(morsel, { method: "GET", path: "/health" }, bare, { method: "GET", path: "/health" }, false)
+    const foodIndexMiB = await morsel.ask<number>("food index", 120_000)
 
     for (const child of children.splice(0)) await child.stop()
     const start = await startUp()
+    const idle = await idleStarts()
 
     const rows = [
       { figure: "replay throughput vs bare node:http", value: replay.throughputRatio, goal: ">= 0.1" },
@@ -175,7 +281,8 @@ const orchestrate = async () => {
       { figure: "analysis overhead vs bare server that downscales (c = 1)", value: overhead.subjectMs / overhead.baselineMs, goal: "<= 1.3" },
       { figure: "peak RSS vs bare server decoding the same 3 photos", value: rss.subject / rss.baseline, goal: "<= 1.5" },
       { figure: "matcher cost per item through the API (ms)", value: matcherMsPerItem, goal: "<= 0.25" },
-      { figure: "npm start to /health 200, built tree, restart (s)", value: start.restartMs / 1000, goal: "<= 2" }
+      { figure: "npm start to /health 200, built tree, restart (s)", value: start.restartMs / 1000, goal: "<= 2" },
+      ...idle.map((i) => ({ figure: `idle RSS, ${i.start} (MiB)`, value: i.rss, goal: `<= ${i.goal}` }))
     ]
     console.log("")
     for (const row of rows) console.log(`${row.figure.padEnd(60)} ${fmt(row.value, 3).padStart(8)}   goal ${row.goal}`)
@@ -194,13 +301,20 @@ const orchestrate = async () => {
       `peak RSS   ${fmt(rss.subject, 0)} MiB vs ${fmt(rss.baseline, 0)} MiB serving the photos; ` +
         `${fmt(startPeak.subject, 0)} MiB vs ${fmt(startPeak.baseline, 0)} MiB while starting`
     )
+    console.log(`\nmemory of morsel at idle (after start, nothing served):\n  ${describeBreakdown(memoryIdle.subject).replace("\n", "\n  ")}`)
+    console.log(`memory of morsel after the three photos:\n  ${describeBreakdown(memoryAfter.subject).replace("\n", "\n  ")}`)
+    console.log(`food index of ${FOODS_DIR}: ${fmt(foodIndexMiB, 0)} MiB of V8 heap`)
+    console.log(`memory of the floor at idle: ${describeMappings(memoryIdle.baseline)}`)
+    console.log(`memory of the floor after the photos: ${describeMappings(memoryAfter.baseline)}`)
+    for (const i of idle) console.log(`idle ${IDLE_SECONDS} s after start, ${i.start} (ready in ${fmt(i.readyMs / 1000, 1)} s): ${describeMappings(i)}`)
+    console.log("")
     console.log(`npm start  ${fmt(start.firstMs / 1000, 1)} s ${databaseUrl === undefined ? "on a new embedded database" : "on the first start"}, ${fmt(start.restartMs / 1000, 1)} s on restart`)
     console.log(`matcher    1 item ${fmt(median(one), 1)} ms, 20 items ${fmt(median(twenty), 1)} ms`)
 
     const resultsDir = join(root, "bench/results")
     mkdirSync(resultsDir, { recursive: true })
     const file = join(resultsDir, `service-${databaseUrl === undefined ? "embedded" : "postgres"}-${new Date().toISOString().replace(/[:.]/g, "-")}.json`)
-    const report = { database, at: new Date().toISOString(), rows, replay, challenge, health, overhead, rss, matcher: { one, twenty, matcherMsPerItem }, start }
+    const report = { database, at: new Date().toISOString(), rows, replay, challenge, health, overhead, rss, memoryIdle, memoryAfter, foodIndexMiB, idle, matcher: { one, twenty, matcherMsPerItem }, start }
     writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
     console.log(`\nwritten ${file}`)
   } finally {
@@ -209,10 +323,35 @@ const orchestrate = async () => {
   }
 }
 
+/**
+ * The PostgreSQL pass after the embedded one, when only TEST_DATABASE_URL names a server: on a database of its own
+ * there (`morsel_bench`, made when missing), by this script again with DATABASE_URL.
+ */
+const postgresPass = async (serverUrl: string) => {
+  const url = new URL(serverUrl)
+  url.pathname = "/morsel_bench"
+  await Effect.runPromise(
+    Effect.scoped(
+      Effect.flatMap(PgClient.make({ url: Redacted.make(serverUrl), maxConnections: 1 }), (sql) =>
+        sql.unsafe("CREATE DATABASE morsel_bench").pipe(Effect.catchAll(() => Effect.void))
+      )
+    ).pipe(Effect.provide(Reactivity.layer))
+  )
+  console.log("")
+  await new Promise<void>((resolve, reject) =>
+    spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url)], { stdio: "inherit", env: { ...process.env, DATABASE_URL: url.toString() } }).on(
+      "exit",
+      (code) => (code === 0 ? resolve() : reject(new Error(`the PostgreSQL pass exited with ${code}`)))
+    )
+  )
+}
+
 const isRole = (name: string | undefined): name is keyof typeof roles => name !== undefined && Object.hasOwn(roles, name)
 const role = process.argv[2]
 if (isRole(role)) {
   await roles[role]()
 } else {
   await orchestrate()
+  const testServer = process.env["TEST_DATABASE_URL"]
+  if (databaseUrl === undefined && testServer !== undefined) await postgresPass(testServer)
 }

@@ -5,6 +5,7 @@ import { rmSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { build } from "esbuild"
+import { NODE_BUNDLE } from "./bundling.js"
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)))
 const outdir = join(root, "dist/bundle")
@@ -19,16 +20,5 @@ await build({
   // The server and the sandbox are imported on demand: in their own chunks, the client commands do not load them.
   splitting: true,
   chunkNames: "[name]-[hash]",
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node20.19",
-  // Less source to read and compile at start; names are kept, so stack traces stay readable.
-  minifyWhitespace: true,
-  minifySyntax: true,
-  logLevel: "warning",
-  // Packages that find their native or WebAssembly files beside their own modules stay in node_modules.
-  external: ["sharp", "@electric-sql/pglite", "@electric-sql/pglite-socket", "msgpackr-extract"],
-  // The CommonJS dependencies require Node's built-in modules, which an ES module has no `require` for.
-  banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' }
+  ...NODE_BUNDLE
 })

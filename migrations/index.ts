@@ -7,6 +7,7 @@ import limits from "./0005_limits.ts"
 import x402SettlerNonces from "./0006_x402_settler_nonces.ts"
 import creditReversals from "./0007_credit_reversals.ts"
 import dropTrigrams from "./0008_drop_pg_trgm.ts"
+import foodDescriptors from "./0009_food_descriptors.ts"
 
 export const migrations = {
   "0001_core": core,
@@ -16,5 +17,6 @@ export const migrations = {
   "0005_limits": limits,
   "0006_x402_settler_nonces": x402SettlerNonces,
   "0007_credit_reversals": creditReversals,
-  "0008_drop_pg_trgm": dropTrigrams
+  "0008_drop_pg_trgm": dropTrigrams,
+  "0009_food_descriptors": foodDescriptors
 }

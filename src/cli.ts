@@ -9,14 +9,16 @@ import { admin } from "./cli/admin.ts"
 import { analyze } from "./cli/analyze.ts"
 import { CliFailure } from "./cli/client.ts"
 import { credits } from "./cli/credits.ts"
+import { readUsage } from "./cli/usage.ts"
 import { AppConfig, AppConfigFromEnv, AppConfigLive } from "./config.ts"
 import * as Database from "./db/Database.ts"
 import { LoggingLive } from "./logging.ts"
+import { collectStartGarbage } from "./memory.ts"
 import { withTerminalConsole } from "./terminal.ts"
 import { fooddbCommand } from "./foods/cli.ts"
 import { SERVICE_VERSION } from "./version.ts"
 
-/** A port another program holds is reported at once, before the database and the rest start. */
+/** A port another program holds is reported at once, before the database and the rest start (sandbox or not). */
 const ensurePortFree = Effect.gen(function* () {
   const { host, port } = yield* AppConfig
   if (port === 0) return
@@ -26,25 +28,28 @@ const ensurePortFree = Effect.gen(function* () {
     probe.listen(port, host, () => probe.close(() => resume(Effect.succeed(true))))
   })
   if (!free) yield* new CliFailure({ message: `port ${port} on ${host} is already in use: stop the other server or set PORT` })
-}).pipe(Effect.provide(AppConfigLive))
+})
 
 // Loaded on demand: the client commands start quickly without the whole service.
 const serve = Command.make(
   "serve",
   {
     sandbox: Options.boolean("sandbox").pipe(
-      Options.withDescription("serve the sandbox: every outside service simulated in memory, no settings needed, nothing charged")
+      Options.withDescription("every outside service simulated in memory: no settings, nothing charged")
     )
   },
   ({ sandbox }) =>
     sandbox
-      ? Effect.flatMap(Effect.promise(() => import("./sandbox/Sandbox.ts")), ({ SandboxLive }) => Layer.launch(SandboxLive()))
+      ? Effect.flatMap(Effect.promise(() => import("./sandbox/Sandbox.ts")), ({ SandboxLive, sandboxConfig }) =>
+          ensurePortFree.pipe(Effect.provide(sandboxConfig(process.env)), Effect.zipRight(Layer.launch(SandboxLive().pipe(Layer.tap(() => collectStartGarbage)))))
+        )
       : ensurePortFree.pipe(
+          Effect.provide(AppConfigLive),
           Effect.zipRight(Effect.promise(() => import("./server.ts"))),
-          Effect.flatMap(({ ServerLive }) => Layer.launch(ServerLive))
+          Effect.flatMap(({ ServerLive }) => Layer.launch(ServerLive.pipe(Layer.tap(() => collectStartGarbage))))
         )
 ).pipe(
-  Command.withDescription("Serve the REST API, the docs and the tool interface (migrations applied first); --sandbox for the offline sandbox")
+  Command.withDescription("Serve the API, its docs and the tool interface; --sandbox for the offline sandbox")
 )
 
 const migrate = Command.make("migrate", {}, () =>
@@ -66,7 +71,10 @@ const fooddb = fooddbCommand.pipe(Command.provide(Database.layer.pipe(Layer.prov
 /** The process environment without unset variables. */
 const definedEnv = () => Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined))
 
-export const morsel = Command.make("morsel").pipe(Command.withSubcommands([serve, migrate, key, fooddb, analyze, credits, admin]))
+export const morsel = Command.make("morsel").pipe(
+  Command.withSubcommands([serve, migrate, key, fooddb, analyze, credits, admin]),
+  Command.withDescription("food-photo nutrition estimates, paid per call over x402 or with prepaid card credits")
+)
 
 const run = Command.run(morsel, { name: "morsel", version: SERVICE_VERSION })
 
@@ -110,7 +118,21 @@ const reportFailures = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         })
   )
 
-run(argv).pipe(
+/** Help and usage errors are ours (short, naming the option and the nearest command); the rest is the command's. */
+const usage = readUsage(morsel.descriptor, argv.slice(2))
+const ROOT_BUILT_INS = ["--version", "--wizard", "--completions"]
+const answerUsage =
+  usage._tag === "UsageError"
+    ? Effect.zipRight(
+        argv.includes("--json") ? Console.log(JSON.stringify({ error: { code: "usage", message: usage.message } }, null, 2)) : Console.error(`morsel: ${usage.message}`),
+        Effect.sync(() => {
+          process.exitCode = 1
+        })
+      )
+    : Console.log(usage._tag === "Help" ? usage.text : "")
+const main = Effect.suspend(() => (usage._tag === "Run" || argv.slice(2).some((arg) => ROOT_BUILT_INS.includes(arg)) ? run(argv) : answerUsage))
+
+main.pipe(
   reportFailures,
   withTerminalConsole(argv.length <= 2 || argv.includes("--help") || argv.includes("-h")),
   Effect.provide(NodeContext.layer),

@@ -1,4 +1,5 @@
 /** Every setting of the service, read once from the environment and validated at start. */
+import { isIP } from "node:net"
 import { Config, ConfigError, ConfigProvider, Context, Effect, Either, Layer, Option, Redacted } from "effect"
 
 export interface Limits {
@@ -14,6 +15,14 @@ export interface Limits {
   readonly feedbackGlobalPerDay: number
   readonly creditsPerKeyPerMinute: number
   readonly creditsGlobalPerMinute: number
+}
+
+export interface Operator {
+  readonly name: Option.Option<string>
+  /** An e-mail address or an http(s) URL. */
+  readonly supportContact: Option.Option<string>
+  readonly termsUrl: Option.Option<string>
+  readonly privacyUrl: Option.Option<string>
 }
 
 export interface Settings {
@@ -45,6 +54,10 @@ export interface Settings {
     readonly confirmTimeoutMs: number
   }
   readonly trustedOrigins: ReadonlyArray<string>
+  /** Who runs this instance and how a cardholder reaches them: shown on the page, next to a paused key, on checkout return pages. */
+  readonly operator: Operator
+  /** TRUSTED_PROXIES: addresses or CIDR ranges whose X-Forwarded-For names the client; empty = the socket's peer is. */
+  readonly trustedProxies: ReadonlyArray<string>
   readonly adminToken: Option.Option<Redacted.Redacted>
   readonly limits: Limits
   readonly logLevel: "all" | "trace" | "debug" | "info" | "warning" | "error" | "fatal" | "none"
@@ -111,6 +124,59 @@ const origins = Config.string("TRUSTED_ORIGINS").pipe(
       }
     }
     return Either.right(list)
+  })
+)
+
+const EMAIL = /^[^\s@<>()",;:]+@[^\s@<>()",;:]+\.[^\s@<>()",;:]+$/
+
+/** An e-mail address (a `mailto:` prefix is dropped) or an http(s) URL. */
+const supportContact = Config.string("SUPPORT_CONTACT").pipe(
+  Config.mapOrFail((raw) => {
+    const text = raw.trim().replace(/^mailto:/i, "")
+    if (EMAIL.test(text)) return Either.right(text)
+    try {
+      const url = new URL(text)
+      if (url.protocol === "http:" || url.protocol === "https:") return Either.right(text)
+    } catch {
+      // neither an address nor a URL: said below
+    }
+    return Either.left(invalid("SUPPORT_CONTACT", `SUPPORT_CONTACT must be an e-mail address or an http(s) URL, not "${raw}"`))
+  })
+)
+
+const operator: Config.Config<Operator> = Config.all({
+  name: Config.option(Config.string("OPERATOR_NAME").pipe(Config.map((s) => s.trim()))),
+  supportContact: Config.option(supportContact),
+  termsUrl: Config.option(httpUrl("TERMS_URL")),
+  privacyUrl: Config.option(httpUrl("PRIVACY_URL"))
+})
+
+/** `::ffff:203.0.113.7` (an IPv4 peer on a dual-stack socket) is 203.0.113.7; IPv6 in lower case. */
+export const normaliseAddress = (address: string): string => {
+  const trimmed = address.trim().toLowerCase()
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(trimmed)
+  return mapped?.[1] ?? trimmed
+}
+
+/** An address or CIDR range as TRUSTED_PROXIES takes it, or None when it is neither. */
+export const parseProxyEntry = (entry: string): Option.Option<{ readonly address: string; readonly prefix: Option.Option<number> }> => {
+  const [rawAddress = "", bits, ...rest] = entry.trim().split("/")
+  const address = normaliseAddress(rawAddress)
+  const family = isIP(address)
+  if (family === 0 || rest.length > 0) return Option.none()
+  if (bits === undefined) return Option.some({ address, prefix: Option.none() })
+  const prefix = /^\d{1,3}$/.test(bits) ? Number(bits) : Number.NaN
+  return prefix <= (family === 4 ? 32 : 128) ? Option.some({ address, prefix: Option.some(prefix) }) : Option.none()
+}
+
+const proxies = Config.string("TRUSTED_PROXIES").pipe(
+  Config.withDefault(""),
+  Config.mapOrFail((raw) => {
+    const list = raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+    const bad = list.find((entry) => Option.isNone(parseProxyEntry(entry)))
+    return bad === undefined
+      ? Either.right(list)
+      : Either.left(invalid("TRUSTED_PROXIES", `"${bad}" is not an IP address or CIDR range such as 10.0.0.0/8 or fd00::/8`))
   })
 )
 
@@ -227,6 +293,8 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
       confirmTimeoutMs: yield* positiveInt("X402_CONFIRM_TIMEOUT_MS", 20_000)
     },
     trustedOrigins: yield* origins,
+    operator: yield* operator,
+    trustedProxies: yield* proxies,
     adminToken: yield* Config.option(Config.redacted("ADMIN_TOKEN")),
     limits: yield* limits,
     logLevel: yield* logLevel,

@@ -18,6 +18,7 @@ import { CreditFunding, CreditsApiLive, CreditsRoutes, CreditsServicesWith } fro
 import type { Processor } from "./credits/Processor.ts"
 import { ProcessorLive } from "./credits/ProcessorStripe.ts"
 import * as Database from "./db/Database.ts"
+import { SharedClockLive } from "./db/sharedClock.ts"
 import type { FoodDb } from "./foods/FoodDb.ts"
 import { FoodDbLive } from "./foods/FoodDbLive.ts"
 import { MorselApi } from "./http/Api.ts"
@@ -80,7 +81,8 @@ export const featureServices = <EP = never, RP = never, EC = never, RC = never>(
   chain?: Layer.Layer<ChainServices, EC, RC>
 ) => {
   const cards: Layer.Layer<Processor, EP, RP | AppConfig> = processor ?? ProcessorLive
-  return Layer.merge(CreditsServicesWith(cards), X402Layer({}, chain).pipe(Layer.provide(PaymentResolutionsLive)))
+  // x402 reads the processor (the same layer, built once) only to say whether credits are sold when it is off.
+  return Layer.merge(CreditsServicesWith(cards), X402Layer({}, chain).pipe(Layer.provide(PaymentResolutionsLive), Layer.provide(cards)))
 }
 
 /** The features as the settings choose them (Stripe or no card processor; a Base chain or no x402). */
@@ -173,7 +175,8 @@ export const ServerLive = Layer.unwrapEffect(
       vision: VisionModelLive,
       foods: FoodDbLive,
       limits: LimitsLive,
-      database: Database.layer,
+      // Instances on one database read the time from its clock (corrected locally), so their leases and windows agree.
+      database: SharedClockLive.pipe(Layer.provideMerge(Database.servingLayer)),
       http: nodeServer({ host: settings.host, port: settings.port })
     }).pipe(
       Layer.tap((context) => announce(settings, HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)).pipe(Effect.provide(context)))

@@ -138,11 +138,16 @@ export interface Child {
   readonly port: number
   readonly process: ChildProcess
   readonly stop: (signal?: NodeJS.Signals) => Promise<void>
+  /** Sends a message over the IPC channel and resolves with the role's next message. */
+  readonly ask: <A>(message: string, timeout?: number) => Promise<A>
 }
 
 const serviceScript = fileURLToPath(new URL("../service.ts", import.meta.url))
 
-/** Starts one role of bench/service.ts in its own Node process (TypeScript through tsx) and waits for READY. */
+/**
+ * Starts one role of bench/service.ts in its own Node process (TypeScript through tsx), or a plain JavaScript
+ * script (`.mjs`) by Node alone, and waits for READY.
+ */
 export const startRole = async (
   role: string,
   env: Readonly<Record<string, string>> = {},
@@ -150,9 +155,11 @@ export const startRole = async (
 ): Promise<Child> => {
   const timeoutMs = options.timeoutMs ?? 120_000
   const port = await freePort()
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", options.script ?? serviceScript, role], {
+  const script = options.script ?? serviceScript
+  const loader = script.endsWith(".mjs") ? [] : ["--import", "tsx"]
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...loader, script, role], {
     env: { ...process.env, ...env, PORT: String(port) },
-    stdio: ["ignore", "pipe", "inherit"]
+    stdio: ["ignore", "pipe", "inherit", "ipc"]
   })
   const ready = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${role} did not start within ${timeoutMs} ms`)), timeoutMs)
@@ -174,5 +181,14 @@ export const startRole = async (
       child.kill(signal)
       setTimeout(() => child.kill("SIGKILL"), 5000).unref()
     })
-  return { pid: child.pid ?? 0, port: ready, process: child, stop }
+  const ask = <A>(message: string, timeout = 30_000) =>
+    new Promise<A>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${role} did not answer "${message}"`)), timeout)
+      child.once("message", (answer) => {
+        clearTimeout(timer)
+        resolve(answer as A)
+      })
+      child.send(message)
+    })
+  return { pid: child.pid ?? 0, port: ready, process: child, stop, ask }
 }

@@ -12,7 +12,10 @@ import { type ModelItem, VisionModel } from "../../src/analysis/VisionModel.ts"
 import { prepareImage } from "../../src/analysis/VisionModelLive.ts"
 import { AppConfigLive } from "../../src/config.ts"
 import * as Database from "../../src/db/Database.ts"
-import { FoodDbMemory } from "../../src/foods/FoodDbLive.ts"
+import { storeFoods } from "../../src/foods/commonFoods.ts"
+import { makeFoodDbLive } from "../../src/foods/FoodDbLive.ts"
+import { countFoods } from "../../src/foods/repository.ts"
+import { buildIndex } from "../../src/foods/matcher.ts"
 import type { FoodRecord } from "../../src/foods/records.ts"
 import { readDatasets } from "../../src/foods/sources.ts"
 import { nodeServer } from "../../src/http/nodeServer.ts"
@@ -22,6 +25,7 @@ import { serveWith } from "../../src/server.ts"
 import { NETWORK } from "../../src/x402/protocol.ts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
 import type { Call } from "./load.ts"
+import { breakdown } from "./memory.ts"
 import { DEV_FOODS } from "../../test/foods/devset.ts"
 import { FDC_FIXTURE_DIR, hasSr28, SR28_DIR } from "../../test/foods/paths.ts"
 
@@ -71,33 +75,6 @@ const listen = (handler: (request: IncomingMessage, response: ServerResponse) =>
     })
   })
   server.listen(0, "127.0.0.1", () => announce((server.address() as AddressInfo).port))
-}
-
-/** The photo as the model would get it, the way morsel prepares it: the cost both servers pay. */
-const downscale = (image: Uint8Array, mime: "image/jpeg" | "image/png") => Effect.runPromise(prepareImage({ image, mime }))
-
-/**
- * The bare `node:http` baseline: GET /health answers fixed bytes; POST /v1/analyze either replays the bytes set
- * with POST /set (replay baseline) or, with ?decode, parses the JSON, decodes the base64 and downscales with sharp.
- */
-export const bare = () => {
-  let replay: Buffer = Buffer.from("{}")
-  const health = Buffer.from(JSON.stringify({ status: "ok" }))
-  listen(async (request, response) => {
-    const body = await readBody(request)
-    if (request.url === "/set") {
-      replay = body
-      response.writeHead(204).end()
-    } else if (request.url === "/health") {
-      response.writeHead(200, { "content-type": "application/json" }).end(health)
-    } else if (request.url === "/v1/analyze?decode") {
-      const { image_base64, mime_type } = JSON.parse(body.toString("utf8")) as { image_base64: string; mime_type: "image/jpeg" | "image/png" }
-      const prepared = await downscale(Buffer.from(image_base64, "base64"), mime_type)
-      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ bytes: prepared.bytes.length }))
-    } else {
-      response.writeHead(200, { "content-type": "application/json" }).end(replay)
-    }
-  })
 }
 
 /**
@@ -180,21 +157,63 @@ const BenchFunding = Layer.effect(
   })
 ).pipe(Layer.provide(FundingMemory({ bench: 1_000_000_000 })))
 
-const foodRecords = async (): Promise<ReadonlyArray<FoodRecord>> =>
-  (await readDatasets(hasSr28 ? SR28_DIR : FDC_FIXTURE_DIR, () => {})).flatMap((d) => d.records)
+/** The foods of the benchmark: USDA SR28 when it is at hand, else the small FoodData Central fixture of the tests. */
+export const FOODS_DIR = hasSr28 ? SR28_DIR : FDC_FIXTURE_DIR
 
-/** morsel's own HTTP stack and pipeline, on the configured database, with the benchmark's model and funding. */
-export const morsel = async () => {
+const foodRecords = async (): Promise<ReadonlyArray<FoodRecord>> => (await readDatasets(FOODS_DIR, () => {})).flatMap((d) => d.records)
+
+/** The benchmark's foods stored in the database on its first start, as `morsel fooddb import` stores them. */
+const storeFoodsOnce = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const present = (yield* countFoods).reduce((n, row) => n + row.foods, 0)
+    if (present === 0) yield* storeFoods(yield* Effect.promise(foodRecords), "benchmark foods")
+  })
+)
+
+/**
+ * The heap a food index of the benchmark's foods holds, measured around the making of one (the server's own index
+ * is loaded from the database, where the parent imported the same foods).
+ */
+const foodIndexHeap = async () => {
   const records = await foodRecords()
+  globalThis.gc?.()
+  const before = process.memoryUsage().heapUsed
+  const index = buildIndex(records)
+  globalThis.gc?.()
+  const heapMiB = (process.memoryUsage().heapUsed - before) / 2 ** 20
+  return index.size > 0 ? heapMiB : 0
+}
+
+/** libvips' own allocations now and at their highest, in MiB (sharp tracks them whether or not it caches). */
+const libvips = () => {
+  const { memory } = sharp.cache()
+  return { current: memory.current, high: memory.high }
+}
+
+/**
+ * morsel's own HTTP stack and pipeline, on the configured database, with the benchmark's model and funding.
+ * Answers a `memory` message from the parent with its breakdown (run with --expose-gc for used sizes after a GC),
+ * and `food index` with the heap an index of its foods holds.
+ */
+export const morsel = async () => {
   const app = serveWith({
     vision: ZeroLatencyModel,
-    foods: FoodDbMemory(records),
+    foods: makeFoodDbLive().pipe(Layer.provide(storeFoodsOnce)),
     limits: LimitsLive,
     funding: BenchFunding,
     database: Database.layer,
     http: nodeServer({ host: "127.0.0.1", port: Number(process.env["PORT"]) })
   }).pipe(Layer.provide(LoggingLive), Layer.provide(AppConfigLive))
   Effect.runFork(Layer.launch(app))
+  // The food index's heap is measured on request, after the figures: it reads the foods' files again.
+  process.on("message", (message) => {
+    if (message === "memory") {
+      const vips = libvips()
+      process.send?.(breakdown({ "libvips now": vips.current, "libvips peak": vips.high }))
+    } else if (message === "food index") {
+      void foodIndexHeap().then((heapMiB) => process.send?.(heapMiB))
+    }
+  })
   await announceWhenHealthy(Number(process.env["PORT"]))
 }
 
@@ -211,27 +230,36 @@ const announceWhenHealthy = async (port: number) => {
   }
 }
 
-export const roles = { bare, reference, morsel } as const
+export const roles = { reference, morsel } as const
 
-/** Photos for the benchmark: a small plate for replays and challenges, a ~1.9 MB JPEG for the analysis overhead. */
+/**
+ * Photos for the benchmark: a small plate for replays and challenges, and a phone-sized 2048 × 1536 JPEG of
+ * 1.9–1.95 MB for the analysis overhead and the memory (noise on a colour gradient, which compresses as a
+ * detailed photo does).
+ */
 export const photos = async () => {
   const small = await sharp({ create: { width: 64, height: 64, channels: 3, background: { r: 200, g: 120, b: 40 } } })
     .jpeg({ quality: 80 })
     .toBuffer()
-  // Noise does not compress: 1600 × 1200 at quality 90 lands just under the 2,000,000-byte limit.
-  const width = 1600
-  const height = 1200
-  const noise = Buffer.alloc(width * height * 3)
+  const width = 2048
+  const height = 1536
+  const pixels = Buffer.alloc(width * height * 3)
   let seed = 42
-  for (let i = 0; i < noise.length; i++) {
-    seed = (seed * 1103515245 + 12345) & 0x7fffffff
-    noise[i] = 64 + (seed >> 16) % 128
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const base = [60 + (x * 120) / width, 50 + (y * 100) / height, 90]
+      for (let c = 0; c < 3; c++) {
+        seed = (seed * 1103515245 + 12345) & 0x7fffffff
+        pixels[(y * width + x) * 3 + c] = Math.max(0, Math.min(255, (base[c] ?? 0) + ((seed >> 16) % 128) - 64))
+      }
+    }
   }
+  const encode = (quality: number) => sharp(pixels, { raw: { width, height, channels: 3 } }).jpeg({ quality }).toBuffer()
   let quality = 95
-  let large = await sharp(noise, { raw: { width, height, channels: 3 } }).jpeg({ quality }).toBuffer()
+  let large = await encode(quality)
   while (large.length > 1_950_000 && quality > 40) {
-    quality -= 5
-    large = await sharp(noise, { raw: { width, height, channels: 3 } }).jpeg({ quality }).toBuffer()
+    quality -= 1
+    large = await encode(quality)
   }
   return { small, large }
 }

@@ -48,6 +48,8 @@ let
         "https://www.example.com"
       ];
       X402_PAY_TO = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
+      OPERATOR_NAME = "Kitchen Lab";
+      SUPPORT_CONTACT = "help@kitchen-lab.example";
     };
     secretFiles = secrets;
     openFirewall = true;
@@ -84,10 +86,15 @@ in
         LIMIT_GLOBAL_PER_DAY = "500";
         TRUSTED_ORIGINS = "https://app.example.com,https://www.example.com";
         X402_PAY_TO = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
+        OPERATOR_NAME = "Kitchen Lab";
+        SUPPORT_CONTACT = "help@kitchen-lab.example";
         LOG_LEVEL = "info";
         LOG_FORMAT = "json";
         MORSEL_DATA_DIR = "/var/lib/morsel/embedded";
         DATABASE_URL = "postgresql://morsel@/morsel?host=/run/postgresql";
+        NODE_OPTIONS = "--max-semi-space-size=1";
+        MALLOC_MMAP_THRESHOLD_ = "65536";
+        MALLOC_TRIM_THRESHOLD_ = "131072";
       })
       (expect "production: secret files are systemd credentials" server.serviceConfig.LoadCredential [
         "ADMIN_TOKEN:/run/secrets/morsel/admin"

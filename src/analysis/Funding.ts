@@ -3,7 +3,13 @@ import { Context, Data, Effect, Either, Option, Redacted } from "effect"
 import { type Conflict, InvalidRequest, type PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
 import type { RequestId } from "../domain/ids.ts"
 import type { FundingKind, Payer } from "../domain/payer.ts"
-import type { DecodedPayment } from "../x402/protocol.ts"
+
+/** A payment as it arrived, read by the rail that takes it: text as a header carries it, or a JSON value as MCP's `_meta` does. */
+export type PaymentProof = Data.TaggedEnum<{
+  Encoded: { readonly text: string }
+  Json: { readonly value: unknown }
+}>
+export const PaymentProof = Data.taggedEnum<PaymentProof>()
 
 /** What a request carries to pay with, decoded once where it arrives (REST headers, MCP metadata). */
 export type Credential = Data.TaggedEnum<{
@@ -11,8 +17,8 @@ export type Credential = Data.TaggedEnum<{
   None: Record<never, never>
   /** A credit key from `Authorization: Bearer <key>`; None when the header holds no Bearer key. */
   Bearer: { readonly key: Option.Option<Redacted.Redacted<string>> }
-  /** An x402 payment, or why it cannot be read. */
-  Payment: { readonly payment: Either.Either<DecodedPayment, string> }
+  /** A per-call payment, as it arrived. */
+  Payment: { readonly payment: PaymentProof }
 }>
 export const Credential = Data.taggedEnum<Credential>()
 
@@ -29,10 +35,10 @@ const bothSent = new InvalidRequest({
   error: { code: "invalid_request", message: "send either Authorization (credits) or PAYMENT-SIGNATURE (x402), not both" }
 })
 
-/** The credential of a request from its Authorization header and its decoded payment; a request is paid one way only. */
+/** The credential of a request from its Authorization header and its payment; a request is paid one way only. */
 export const credentialOf = (
   authorization: Option.Option<string>,
-  payment: Option.Option<Either.Either<DecodedPayment, string>>
+  payment: Option.Option<PaymentProof>
 ): Either.Either<Credential, InvalidRequest> => {
   if (Option.isSome(authorization) && Option.isSome(payment)) return Either.left(bothSent)
   if (Option.isSome(authorization)) return Either.right(Credential.Bearer({ key: bearerKey(authorization.value) }))

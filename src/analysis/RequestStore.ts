@@ -71,7 +71,10 @@ export class RequestStore extends Context.Tag("morsel/RequestStore")<
   {
     /** Start an attempt for (payer, key), or say why not: replay, in progress, conflict, expired, pending. */
     readonly claim: (input: ClaimInput) => Effect.Effect<{ readonly claim: Claim; readonly abandoned: ReadonlyArray<Abandoned> }, SqlError.SqlError>
-    /** The attempt never became one (a limit or the payment refused it): remove it without a trace. */
+    /**
+     * The attempt never became one (a limit or the payment refused it): remove it without a trace, unless a payment
+     * claim of it was stored after all; then it is closed as failed, which lets a retry free that claim.
+     */
     readonly forget: (requestId: RequestId) => Effect.Effect<void, SqlError.SqlError>
     readonly fail: (requestId: RequestId, code: string, countsAsFailure: boolean) => Effect.Effect<void, SqlError.SqlError>
     /** Save the result of a running attempt whose payment is under way; fails when the attempt was lost. */
@@ -222,18 +225,35 @@ export const RequestStoreLive = Layer.effect(
       Effect.gen(function* () {
         const at = yield* now
         const encoded = yield* Effect.orDie(encodeResult(result))
+        // A paid result may have been saved meanwhile by the reconciler (settlePending): that is this save, done.
         const updated = yield* sql`
-          UPDATE analysis_requests
-          SET status = ${status}, result = ${sql.json(encoded)}, payment_response = ${Option.getOrNull(paymentResponse)},
-              completed_at = ${status === "paid" ? at : null}
-          WHERE request_id = ${requestId} AND status IN ('running', 'payment_pending')
-          RETURNING request_id`
+          WITH saved AS (
+            UPDATE analysis_requests
+            SET status = ${status}, result = ${sql.json(encoded)}, payment_response = ${Option.getOrNull(paymentResponse)},
+                completed_at = ${status === "paid" ? at : null}
+            WHERE request_id = ${requestId} AND status IN ('running', 'payment_pending')
+            RETURNING request_id)
+          SELECT request_id FROM saved
+          UNION ALL
+          SELECT request_id FROM analysis_requests
+          WHERE request_id = ${requestId} AND status = 'paid' AND ${status} = 'paid' AND NOT EXISTS (SELECT 1 FROM saved)`
         if (updated.length === 0) return yield* new AttemptLost({ requestId })
       })
 
     return RequestStore.of({
       claim,
-      forget: (requestId) => Effect.asVoid(sql`DELETE FROM analysis_requests WHERE request_id = ${requestId} AND status = 'running'`),
+      // A payment claim may exist though its caller saw an error (its INSERT committed, the answer was lost): then the
+      // attempt is closed as failed instead, so the claim's holder is a failed request and the retry can free it.
+      forget: (requestId) =>
+        Effect.flatMap(now, (at) =>
+          sql`
+            WITH claimed AS (SELECT 1 FROM x402_payments WHERE request_id = ${requestId}),
+            closed AS (
+              UPDATE analysis_requests SET status = 'failed', failure_code = 'abandoned', completed_at = ${at}
+              WHERE request_id = ${requestId} AND status = 'running' AND EXISTS (SELECT 1 FROM claimed))
+            DELETE FROM analysis_requests
+            WHERE request_id = ${requestId} AND status = 'running' AND NOT EXISTS (SELECT 1 FROM claimed)`
+        ).pipe(Effect.asVoid),
       fail: (requestId, code, countsAsFailure) =>
         Effect.flatMap(now, (at) =>
           sql`

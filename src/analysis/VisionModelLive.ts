@@ -2,14 +2,23 @@
 import { Data, Duration, Effect, Layer, Option, ParseResult, Redacted, Schedule, Schema } from "effect"
 import OpenAI from "openai"
 import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions"
-import sharp from "sharp"
 import { AppConfig } from "../config.ts"
 import { type ModelAnswer, ModelAnswerSchema, type VisionInput, VisionFailure, VisionModel } from "./VisionModel.ts"
 
-// Each photo is decoded once and never again: libvips' operation cache only holds memory, and one worker thread
-// per image keeps the peak of a few concurrent photos low (the service runs a handful of analyses at once).
-sharp.cache(false)
-sharp.concurrency(1)
+/**
+ * sharp and libvips, loaded with the first photo: about 20 MiB that a server waiting for work does not hold.
+ * Each photo is decoded once and never again: libvips' operation cache only holds memory, and one worker thread
+ * per image keeps the peak of a few concurrent photos low (the service runs a handful of analyses at once).
+ */
+let imageLibrary: Promise<(typeof import("sharp"))["default"]> | undefined
+const loadSharp = () => {
+  imageLibrary ??= import("sharp").then(({ default: sharp }) => {
+    sharp.cache(false)
+    sharp.concurrency(1)
+    return sharp
+  })
+  return imageLibrary
+}
 
 /** Longest image side the model receives; larger photos cost more tokens and time without better estimates. */
 export const MAX_MODEL_IMAGE_SIDE = 1024
@@ -107,8 +116,8 @@ export const ANSWER_SCHEMA_NAME = "meal_estimate"
  * If the pixels cannot be decoded, the original (already checked: PNG/JPEG, ≤ 2048 px) goes as it is.
  */
 export const prepareImage = (input: Pick<VisionInput, "image" | "mime">): Effect.Effect<{ bytes: Uint8Array; mime: string }> =>
-  Effect.tryPromise(() =>
-    sharp(input.image, { failOn: "none" })
+  Effect.tryPromise(async () =>
+    (await loadSharp())(input.image, { failOn: "none" })
       .autoOrient()
       .resize({ width: MAX_MODEL_IMAGE_SIDE, height: MAX_MODEL_IMAGE_SIDE, fit: "inside", withoutEnlargement: true })
       .flatten({ background: "#ffffff" })

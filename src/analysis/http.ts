@@ -6,9 +6,8 @@ import { MorselApi } from "../http/Api.ts"
 import { ReplayCache, replayKey } from "../http/fastLane.ts"
 import { setResponseHeader } from "../http/headers.ts"
 import { withRetryAfter } from "../limits/http.ts"
-import { decodePayment } from "../x402/protocol.ts"
 import { AnalyzeRequests, type Served } from "./AnalyzeRequests.ts"
-import { credentialOf } from "./Funding.ts"
+import { credentialOf, PaymentProof } from "./Funding.ts"
 
 const encodeResult = Schema.encode(AnalysisResult)
 
@@ -32,7 +31,7 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
         requests
           .analyze({
             idempotencyKey: headers["idempotency-key"],
-            credential: credentialOf(Option.fromNullable(headers.authorization), Option.map(Option.fromNullable(headers["payment-signature"]), decodePayment)),
+            credential: credentialOf(Option.fromNullable(headers.authorization), Option.map(Option.fromNullable(headers["payment-signature"]), (text) => PaymentProof.Encoded({ text }))),
             payload
           })
           .pipe(

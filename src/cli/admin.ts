@@ -1,9 +1,10 @@
 /** `morsel admin`: the admin interface of a running server, one RPC per subcommand, answers printed as JSON. */
 import { Args, Command, Options } from "@effect/cli"
+import { HttpClientError } from "@effect/platform"
 import { Effect, Option, Redacted, Schema } from "effect"
 import { FingerprintArg } from "../admin/AdminRpc.ts"
 import { describeAdminError, makeAdminClient } from "../admin/client.ts"
-import { baseUrlOf, baseUrlOption, CliFailure, reportFailure } from "./client.ts"
+import { baseUrlOf, baseUrlOption, CliFailure, reportFailure, unreachable } from "./client.ts"
 import { printJson } from "./output.ts"
 
 const tokenOption = Options.redacted("token").pipe(Options.optional, Options.withDescription("the server's ADMIN_TOKEN (default: ADMIN_TOKEN)"))
@@ -17,12 +18,18 @@ const adminCall =
         Option.orElse(options.token, () => Option.map(Option.fromNullable(process.env["ADMIN_TOKEN"] || undefined), Redacted.make)),
         { onNone: () => Effect.fail(new CliFailure({ message: "give --token or set ADMIN_TOKEN" })), onSome: Effect.succeed }
       )
-      const client = yield* makeAdminClient(baseUrlOf(options.baseUrl), token)
+      const baseUrl = baseUrlOf(options.baseUrl)
+      const client = yield* makeAdminClient(baseUrl, token)
       const answer = yield* call(client).pipe(
-        Effect.catchAll((error) => Effect.flatMap(describeAdminError(error), (message) => Effect.fail(new CliFailure({ message }))))
+        Effect.catchAll((error) =>
+          // No connection at all: the same hint as every client command (start a server, or point at one).
+          "cause" in error && HttpClientError.isHttpClientError(error.cause) && error.cause._tag === "RequestError"
+            ? Effect.fail(unreachable(`${baseUrl}/admin/rpc`, error.cause.cause))
+            : Effect.flatMap(describeAdminError(error), (message) => Effect.fail(new CliFailure({ message })))
+        )
       )
       yield* printJson(answer)
-    }).pipe(Effect.scoped, reportFailure)
+    }).pipe(Effect.scoped, reportFailure(false))
 
 const adminOptions = { baseUrl: baseUrlOption, token: tokenOption }
 
@@ -51,5 +58,5 @@ export const admin = Command.make("admin").pipe(
       Command.withDescription("Requests by status in the last 24 h, credits granted and consumed, x402 settlements")
     )
   ]),
-  Command.withDescription("The admin interface of a running server (POST /admin/rpc, bearer ADMIN_TOKEN)")
+  Command.withDescription("The admin interface of a running server (ADMIN_TOKEN)")
 )

@@ -3,21 +3,29 @@ import { Options } from "@effect/cli"
 import { HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Console, Data, Effect, Option, Redacted } from "effect"
 
-/** A client command that could not do its job: printed on stderr, exit code 1. */
-export class CliFailure extends Data.TaggedError("CliFailure")<{ readonly message: string }> {}
+/**
+ * A client command that could not do its job: one line on stderr, or JSON on stdout under --json; exit code 1.
+ * `code` names it for programs; a refusal by the server keeps its status and body.
+ */
+export class CliFailure extends Data.TaggedError("CliFailure")<{
+  readonly message: string
+  readonly code?: string
+  readonly status?: number
+  readonly answer?: unknown
+}> {}
 
 const DEFAULT_BASE_URL = "http://127.0.0.1:8787"
 
 export const baseUrlOption = Options.text("base-url").pipe(
   Options.optional,
-  Options.withDescription(`the morsel server (default: MORSEL_BASE_URL, else ${DEFAULT_BASE_URL})`)
+  Options.withDescription(`the server (or MORSEL_BASE_URL; default ${DEFAULT_BASE_URL})`)
 )
 export const baseUrlOf = (given: Option.Option<string>) =>
   Option.getOrElse(given, () => process.env["MORSEL_BASE_URL"] || DEFAULT_BASE_URL).replace(/\/+$/, "")
 
 export const keyOption = Options.redacted("key").pipe(
   Options.optional,
-  Options.withDescription("your credit API key (default: MORSEL_API_KEY; the environment keeps it out of shell history)")
+  Options.withDescription("your credit key (or MORSEL_API_KEY, kept out of shell history)")
 )
 export const keyOf = (given: Option.Option<Redacted.Redacted>) =>
   Option.orElse(given, () => Option.map(Option.fromNullable(process.env["MORSEL_API_KEY"] || undefined), Redacted.make))
@@ -29,21 +37,29 @@ export const requireKey = (given: Option.Option<Redacted.Redacted>) =>
 
 export const bearer = (key: Redacted.Redacted) => ({ authorization: `Bearer ${Redacted.value(key)}` })
 
-export const jsonOption = Options.boolean("json").pipe(Options.withDescription("print the server's JSON answer as it is, for programs"))
+export const jsonOption = Options.boolean("json").pipe(Options.withDescription("the server's JSON answer as it is (errors too), for programs"))
 
-/** Prints a failed client command on stderr and sets exit code 1, without a stack trace. */
-export const reportFailure = <A, R>(effect: Effect.Effect<A, CliFailure, R>) =>
-  effect.pipe(
-    Effect.catchTag("CliFailure", (failure) =>
-      Console.error(failure.message).pipe(
-        Effect.zipRight(
-          Effect.sync(() => {
-            process.exitCode = 1
-          })
+/** A failure as JSON for programs: the server's own answer with its status, else `{ error: { code, message } }`. */
+export const failureJson = (failure: CliFailure): unknown =>
+  typeof failure.answer === "object" && failure.answer !== null
+    ? { status: failure.status, ...failure.answer }
+    : { error: { code: failure.code ?? "cli_error", message: failure.message } }
+
+/** Prints a failed client command (one line on stderr, or JSON on stdout with `json`) and sets exit code 1, without a stack trace. */
+export const reportFailure =
+  (json: boolean) =>
+  <A, R>(effect: Effect.Effect<A, CliFailure, R>) =>
+    effect.pipe(
+      Effect.catchTag("CliFailure", (failure) =>
+        (json ? Console.log(JSON.stringify(failureJson(failure), null, 2)) : Console.error(`morsel: ${failure.message}`)).pipe(
+          Effect.zipRight(
+            Effect.sync(() => {
+              process.exitCode = 1
+            })
+          )
         )
       )
     )
-  )
 
 export interface Reply {
   readonly response: HttpClientResponse.HttpClientResponse
@@ -68,15 +84,33 @@ export const request = (
     const outgoing = HttpClientRequest.make(init.method)(url).pipe(HttpClientRequest.setHeaders(init.headers ?? {}))
     const reply = yield* client.execute(init.body === undefined ? outgoing : HttpClientRequest.bodyUnsafeJson(outgoing, init.body)).pipe(
       Effect.flatMap((response) => Effect.map(response.text, (text): Reply => ({ response, body: parseJson(text) }))),
-      Effect.mapError((error) => {
-        // The transport's own words ("fetch failed"), not the client's wrapper around them.
-        const message = error.cause instanceof Error ? error.cause.message : error.message
-        return new CliFailure({ message: `request to ${url} failed: ${message}` })
-      })
+      Effect.mapError((error) => unreachable(url, error.cause))
     )
     if (reply.response.status >= 200 && reply.response.status < 300) return reply
-    return yield* new CliFailure({ message: describeHttpError(reply) })
+    return yield* new CliFailure({ message: describeHttpError(reply), code: errorCodeOf(reply.body), status: reply.response.status, answer: reply.body })
   })
+
+/** The innermost reason of a failed connection ("connect ECONNREFUSED 127.0.0.1:8787"), not the wrappers' "fetch failed". */
+const rootCause = (cause: unknown): string => {
+  let current = cause
+  while (current instanceof Error && current.cause instanceof Error) current = current.cause
+  return current instanceof Error ? current.message : String(current)
+}
+
+/** A server that cannot be reached, with what to do about it. */
+export const unreachable = (url: string, cause: unknown) => {
+  const server = url.replace(/\/(v1|admin|sandbox)\/.*$/, "")
+  return new CliFailure({
+    code: "server_unreachable",
+    message: `cannot reach the morsel server at ${server} (${rootCause(cause)}): start one with \`morsel serve --sandbox\`, or give --base-url or set MORSEL_BASE_URL`
+  })
+}
+
+/** The server's `error.code` of a refusal, when its body has one. */
+export const errorCodeOf = (body: unknown): string | undefined => {
+  const error = typeof body === "object" && body !== null && "error" in body ? body.error : undefined
+  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined
+}
 
 const describeHttpError = ({ body, response }: Reply) => {
   const error = typeof body === "object" && body !== null && "error" in body ? body.error : undefined

@@ -19,7 +19,7 @@ const buy = Command.make(
       })
       yield* printCheckout(reply.body, options.json)
       yield* Console.error(`keep the order_id (${orderId}) and ask: morsel credits status --order-id ${orderId}`)
-    }).pipe(reportFailure)
+    }).pipe(reportFailure(options.json))
 ).pipe(Command.withDescription("Start (or, with --order-id, recover) a checkout of 500 credits for USD 5.00; prints checkout_url and order_id"))
 
 const balance = Command.make("balance", { baseUrl: baseUrlOption, key: keyOption, json: jsonOption }, (options) =>
@@ -27,7 +27,7 @@ const balance = Command.make("balance", { baseUrl: baseUrlOption, key: keyOption
     const key = yield* requireKey(options.key)
     const reply = yield* request(`${baseUrlOf(options.baseUrl)}/v1/credits/balance`, { method: "GET", headers: bearer(key) })
     yield* printBalance(reply.body, options.json)
-  }).pipe(reportFailure)
+  }).pipe(reportFailure(options.json))
 ).pipe(Command.withDescription("Credits remaining on the key and whether it is paused"))
 
 const status = Command.make("status", { baseUrl: baseUrlOption, key: keyOption, orderId: Options.text("order-id"), json: jsonOption }, (options) =>
@@ -39,7 +39,7 @@ const status = Command.make("status", { baseUrl: baseUrlOption, key: keyOption, 
       body: { order_id: options.orderId }
     })
     yield* printStatus(reply.body, options.json)
-  }).pipe(reportFailure)
+  }).pipe(reportFailure(options.json))
 ).pipe(Command.withDescription("State of an order (open, paid, expired, unresolved, not_issued, reversed); never creates a checkout"))
 
 export const credits = Command.make("credits").pipe(Command.withSubcommands([buy, balance, status]), Command.withDescription("Prepaid card credits"))

@@ -1,11 +1,11 @@
 /** The checkout service: hosted checkout creation and retries of an order, its status, and confirmation by its key. */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.ts"
 import type { Conflict, NotFound, ServiceUnavailable } from "../domain/errors.ts"
-import { type KeyFingerprint, OrderId } from "../domain/ids.ts"
+import { echoedOrderId, type KeyFingerprint, type OrderId } from "../domain/ids.ts"
 import type { OrderState } from "../domain/schemas.ts"
-import { orderConflict, orderNotFound, orStorageUnavailable, paymentUnconfirmed, processorFailure } from "./failures.ts"
+import { orderConflict, orderNotFound, orStorageUnavailable, paymentUnconfirmed, processorFailure, supportSentence } from "./failures.ts"
 import { type FulfilOutcome, makeFulfilment, seconds } from "./fulfilment.ts"
 import { sameFingerprint } from "./keys.ts"
 import { isUniqueViolation, Ledger } from "./Ledger.ts"
@@ -149,7 +149,7 @@ export const CheckoutLive = Layer.effect(
         }
         const account = yield* ledger.account(fingerprint)
         if (Option.isSome(account) && account.value.blocked) {
-          return yield* Effect.fail(orderConflict("This key is paused pending support review; no new orders until it is reviewed."))
+          return yield* Effect.fail(orderConflict(`This key is paused pending support review; no new orders until it is reviewed.${supportSentence(config)}`))
         }
         const pending = yield* orders.findPending(fingerprint)
         if (Option.isSome(pending)) {
@@ -206,7 +206,7 @@ export const CheckoutLive = Layer.effect(
     /** Marks a pending order expired when its session expired or its delayed payment failed. */
     const sessionEnded = (sessionId: string, orderId: string | null) =>
       Effect.gen(function* () {
-        const ids = yield* orders.idsOfSession(sessionId, orderId)
+        const ids = yield* orders.idsOfSession(sessionId, echoedOrderId(orderId))
         for (const id of ids) yield* orders.markPendingAs(id, "expired")
         return ids.length > 0
       })
@@ -218,7 +218,8 @@ export const CheckoutLive = Layer.effect(
       fulfilSession,
       applyReversalCauses,
       sessionEnded,
-      rememberSession: (orderId, sessionId) => (Schema.is(Schema.UUID)(orderId) ? orders.rememberSession(OrderId.make(orderId), sessionId) : Effect.void)
+      rememberSession: (orderId, sessionId) =>
+        Option.match(echoedOrderId(orderId), { onNone: () => Effect.void, onSome: (id) => orders.rememberSession(id, sessionId) })
     })
   })
 )

@@ -2,28 +2,29 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Metric, Option } from "effect"
 import type { BearerCredential, FundingMethod, FundingRail, Reservation, Save, Settled } from "../analysis/Funding.ts"
+import { AppConfig, type Settings } from "../config.ts"
 import { Conflict, PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
 import type { KeyFingerprint } from "../domain/ids.ts"
 import { creditsConsumed } from "../observability/metrics.ts"
-import { invalidKey, orStorageUnavailable, orStorageUnavailableFor, paymentsUnavailable, storageUnavailable } from "./failures.ts"
+import { invalidKey, orStorageUnavailable, orStorageUnavailableFor, paymentsUnavailable, storageUnavailable, supportSentence } from "./failures.ts"
 import { KeyFingerprints, payerIdOf } from "./keys.ts"
 import { Ledger } from "./Ledger.ts"
 import { Processor } from "./Processor.ts"
 
-const insufficientCredits = (requestId: string) =>
+const insufficientCredits = (settings: Settings, requestId: string) =>
   new PaymentRequired({
     error: {
       code: "insufficient_credits",
-      message: "This key has no credits left; buy a pack with POST /v1/credits/checkout or pay per call with x402.",
+      message: `This key has no credits left; buy a pack with POST /v1/credits/checkout${Option.isSome(settings.x402.payTo) ? " or pay per call with x402" : ""}.`,
       request_id: requestId
     }
   })
 
-const keyPaused = (requestId: string) =>
+const keyPaused = (settings: Settings, requestId: string) =>
   new PaymentRequired({
     error: {
       code: "key_paused",
-      message: "This key is paused after a refund or dispute, pending support review; nothing was charged.",
+      message: `This key is paused after a refund or dispute, pending support review; nothing was charged.${supportSentence(settings)}`,
       request_id: requestId
     }
   })
@@ -42,6 +43,7 @@ export const CreditFundingLive = Layer.effect(
     const keys = yield* KeyFingerprints
     const ledger = yield* Ledger
     const processor = yield* Processor
+    const settings = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
 
     // An account, once opened, is never removed (paused keys are refused when they reserve): a key seen to exist
@@ -90,7 +92,7 @@ export const CreditFundingLive = Layer.effect(
           Effect.map((held) => reservationOf(requestId, held.reservationId)),
           Effect.catchTags({
             ReserveRefused: (refused) =>
-              Effect.fail(refused.reason === "key_paused" ? keyPaused(requestId) : insufficientCredits(requestId)),
+              Effect.fail(refused.reason === "key_paused" ? keyPaused(settings, requestId) : insufficientCredits(settings, requestId)),
             ReservationConflict: () =>
               Effect.fail(
                 new Conflict({
@@ -111,7 +113,7 @@ export const CreditFundingLive = Layer.effect(
     /** A known key of this server's mode → its funding method; anything else → 401 invalid_key. */
     const identify = ({ key }: BearerCredential): Effect.Effect<FundingMethod, Unauthorized | ServiceUnavailable> =>
       Effect.gen(function* () {
-        if (!processor.enabled) return yield* Effect.fail(paymentsUnavailable())
+        if (!processor.enabled) return yield* Effect.fail(paymentsUnavailable(settings))
         const fingerprint = Option.flatMap(key, keys.fingerprint)
         if (Option.isNone(fingerprint)) return yield* Effect.fail(invalidKey())
         if (known.has(fingerprint.value)) return methodFor(fingerprint.value)

@@ -61,7 +61,9 @@ const toStripeParams = (p: SessionParams): Stripe.Checkout.SessionCreateParams =
 /** stripe-node options for STRIPE_API_BASE (a local fake in tests); Stripe's own host otherwise. */
 export const clientOptions = (apiBase: Option.Option<URL>): Stripe.StripeConfig => ({
   maxNetworkRetries: 2,
-  timeout: 20_000,
+  // A processor that accepts and never answers costs a caller three waits: about 20 s in all, not a minute that
+  // reverse proxies (nginx: 60 s) cut first. Its calls take well under a second when it is well.
+  timeout: 6_000,
   appInfo: { name: "morsel" },
   ...Option.match(apiBase, {
     onNone: () => ({}),

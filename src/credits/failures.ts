@@ -1,5 +1,6 @@
 /** The public errors the credits feature answers with, built in one place so codes and messages stay consistent. */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import type { Settings } from "../config.ts"
 import { Conflict, NotFound, ServiceUnavailable, TooManyRequests, Unauthorized } from "../domain/errors.ts"
 
 export { orStorageUnavailable, orStorageUnavailableFor, storageUnavailable } from "../db/storage.ts"
@@ -10,9 +11,26 @@ export const invalidKey = () =>
     error: { code: "invalid_key", message: "Unknown API key, or a key of the other mode. A key becomes known at its first checkout." }
   })
 
-export const paymentsUnavailable = () =>
+/** No card processor here: point to x402 only when it is on, and say plainly when nothing can be paid at all. */
+export const paymentsUnavailable = (settings?: Settings) =>
   new ServiceUnavailable({
-    error: { code: "payments_unavailable", message: "card payments are not configured on this server (its operator sets STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET); pay per call with x402 instead" }
+    error: {
+      code: "payments_unavailable",
+      message:
+        settings === undefined
+          ? "Card credits are not sold on this server (its operator has not set STRIPE_SECRET_KEY)."
+          : Option.isSome(settings.x402.payTo)
+            ? "Card credits are not sold on this server (its operator has not set STRIPE_SECRET_KEY); pay per call with x402 instead."
+            : "This server takes no payments yet: its operator has set neither STRIPE_SECRET_KEY (card credits) nor X402_PAY_TO (per-call x402 payments), so no analysis can be paid for."
+    }
+  })
+
+/** One sentence naming who to contact, when the operator published a support contact. */
+export const supportSentence = (settings: Settings) =>
+  Option.match(settings.operator.supportContact, {
+    onNone: () => "",
+    onSome: (contact) =>
+      ` Contact ${Option.match(settings.operator.name, { onNone: () => "support", onSome: (name) => `${name} support` })} at ${contact}.`
   })
 
 export const processorUnavailable = () =>

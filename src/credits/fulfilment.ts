@@ -2,9 +2,9 @@
  * Fulfilment: the one function that grants an order's pack from a verified paid session (the webhook,
  * checkout-status and POST /v1/credits/confirm all go through it), and the processor's word on a pending order.
  */
-import { Clock, Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { AppConfig } from "../config.ts"
-import { type KeyFingerprint, OrderId } from "../domain/ids.ts"
+import { echoedOrderId, echoesOrder, type KeyFingerprint } from "../domain/ids.ts"
 import { paymentsUnavailable } from "./failures.ts"
 import { sameFingerprint } from "./keys.ts"
 import { Ledger } from "./Ledger.ts"
@@ -39,7 +39,7 @@ export const makeFulfilment = (orders: OrderRepository) =>
 
     const gateway: Effect.Effect<CardProcessor, ReturnType<typeof paymentsUnavailable>> = processor.enabled
       ? Effect.succeed(processor)
-      : Effect.fail(paymentsUnavailable())
+      : Effect.fail(paymentsUnavailable(config))
 
     /** Why a session cannot grant the pack of `order`, or None when it is a verified paid checkout of it. */
     const verifyPaid = (session: ProcessorSession, order: OrderRow): Option.Option<Exclude<FulfilOutcome, "granted" | "already_granted">> => {
@@ -49,8 +49,8 @@ export const makeFulfilment = (orders: OrderRepository) =>
         session.mode === "payment" &&
         session.amountTotal === PACK_AMOUNT_CENTS &&
         session.currency === PACK_CURRENCY &&
-        session.clientReferenceId === order.order_id &&
-        session.metadata["order_id"] === order.order_id &&
+        echoesOrder(session.clientReferenceId, order.order_id) &&
+        echoesOrder(session.metadata["order_id"], order.order_id) &&
         sameFingerprint(session.metadata["key_fingerprint"] ?? "", order.fingerprint)
       return matches ? Option.none() : Option.some("mismatch")
     }
@@ -84,9 +84,9 @@ export const makeFulfilment = (orders: OrderRepository) =>
       Effect.gen(function* () {
         const gw = yield* gateway
         const session = yield* gw.retrieveSession(sessionId)
-        const orderId = session.clientReferenceId ?? session.metadata["order_id"]
-        if (orderId === undefined || !Schema.is(Schema.UUID)(orderId)) return "unknown_order" as const
-        const order = yield* orders.find(OrderId.make(orderId))
+        const orderId = echoedOrderId(session.clientReferenceId ?? session.metadata["order_id"])
+        if (Option.isNone(orderId)) return "unknown_order" as const
+        const order = yield* orders.find(orderId.value)
         if (Option.isNone(order)) return "unknown_order" as const
         if (Option.isSome(owner) && !sameFingerprint(owner.value, order.value.fingerprint)) return "not_owner" as const
         return yield* fulfilWith(session, order.value)
@@ -101,7 +101,7 @@ export const makeFulfilment = (orders: OrderRepository) =>
         for (let page = 0; page < LISTING_MAX_PAGES; page++) {
           const result = yield* gw.listSessions({ gte, lte, startingAfter })
           const found = result.sessions.find(
-            (s) => s.clientReferenceId === order.order_id || s.metadata["order_id"] === order.order_id
+            (s) => echoesOrder(s.clientReferenceId, order.order_id) || echoesOrder(s.metadata["order_id"], order.order_id)
           )
           if (found !== undefined) return { _tag: "Found" as const, session: found }
           const last = result.sessions[result.sessions.length - 1]

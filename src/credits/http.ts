@@ -1,11 +1,14 @@
 /** HTTP handlers of the credits group (balance, checkout, orders, confirm, feedback) and the Bearer key middleware. */
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
 import { InvalidRequest } from "../domain/errors.ts"
 import { OrderId } from "../domain/ids.ts"
+import { listed, sensitiveContent } from "../domain/sensitiveText.ts"
 import { CreditKey, CreditKeyAuth, MorselApi } from "../http/Api.ts"
-import { withCreditCapacity, withRetryAfter } from "../limits/http.ts"
+import { makeClientAddress } from "../http/clientAddress.ts"
+import { CreditCapacity } from "../limits/Capacity.ts"
+import { withRetryAfter } from "../limits/http.ts"
 import { Checkout } from "./Checkout.ts"
 import { feedbackLimited, invalidKey, orStorageUnavailable, paymentsUnavailable } from "./failures.ts"
 import { Feedback } from "./Feedback.ts"
@@ -34,6 +37,8 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
     const feedback = yield* Feedback
     const config = yield* AppConfig
     const processor = yield* Processor
+    const capacity = yield* CreditCapacity
+    const clientAddress = makeClientAddress(config.trustedProxies)
 
     const fingerprint = Effect.flatMap(CreditKey, (key) =>
       Option.match(keys.fingerprint(key), { onNone: () => Effect.fail(invalidKey()), onSome: Effect.succeed })
@@ -46,6 +51,30 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
       return yield* Option.match(account, { onNone: () => Effect.fail(invalidKey()), onSome: Effect.succeed })
     })
 
+    /**
+     * The capacity limit of balance, checkout and confirm, counted before the handler runs. A known key counts
+     * against its own and the service's minute. A key the service does not know counts only against its client
+     * address's minute, so made-up keys cannot spend what real buyers need; it then gets 401, unless it is a new
+     * buyer's first checkout (`newBuyers`), which goes on and counts like a known key.
+     */
+    const admitted = (newBuyers: boolean) =>
+      Effect.gen(function* () {
+        const fp = yield* fingerprint
+        const account = yield* orStorageUnavailable(ledger.account(fp))
+        if (Option.isNone(account)) {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          yield* capacity.admitUnknownKey(keys.digest(`address:${clientAddress(request)}`))
+          if (!newBuyers) return yield* Effect.fail(invalidKey())
+        }
+        yield* capacity.admit(fp)
+        return { fingerprint: fp, account }
+      })
+
+    /** A known key's account, admitted against the capacity limit. */
+    const admittedAccount = Effect.flatMap(admitted(false), ({ account }) =>
+      Option.match(account, { onNone: () => Effect.fail(invalidKey()), onSome: Effect.succeed })
+    )
+
     const balanceOf = (account: Account) => ({
       credits_remaining: creditsRemaining(account),
       blocked: account.blocked,
@@ -53,16 +82,16 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
     })
 
     // Without a card processor every card-credit endpoint answers 503 payments_unavailable.
-    const requirePayments = processor.enabled ? Effect.void : Effect.fail(paymentsUnavailable())
+    const requirePayments = processor.enabled ? Effect.void : Effect.fail(paymentsUnavailable(config))
 
     return handlers
       .handle("balance", () =>
-        Effect.zipRight(requirePayments, knownAccount).pipe(Effect.map(balanceOf), withCreditCapacity, withRetryAfter)
+        Effect.zipRight(requirePayments, admittedAccount).pipe(Effect.map(balanceOf), withRetryAfter)
       )
       .handle("checkout", ({ payload }) =>
         Effect.gen(function* () {
           yield* requirePayments
-          const fp = yield* fingerprint
+          const { fingerprint: fp } = yield* admitted(true)
           const result = yield* checkout.checkout(fp, OrderId.make(payload.order_id), Option.fromNullable(payload.context))
           return result._tag === "Completed"
             ? { order_id: result.orderId, state: result.state, credits: PACK_CREDITS, amount_usd: "5.00" as const }
@@ -73,7 +102,7 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
                 credits: PACK_CREDITS,
                 amount_usd: "5.00" as const
               }
-        }).pipe(withCreditCapacity, withRetryAfter)
+        }).pipe(withRetryAfter)
       )
       .handle("confirm", ({ payload }) =>
         Effect.gen(function* () {
@@ -86,11 +115,11 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
               })
             )
           }
-          const account = yield* knownAccount
+          const account = yield* admittedAccount
           yield* checkout.confirm(account.fingerprint, payload.session_id)
           const after = yield* orStorageUnavailable(ledger.account(account.fingerprint))
           return balanceOf(Option.getOrElse(after, () => account))
-        }).pipe(withCreditCapacity, withRetryAfter)
+        }).pipe(withRetryAfter)
       )
       .handle("checkoutStatus", ({ payload }) =>
         Effect.gen(function* () {
@@ -109,6 +138,18 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
       .handle("feedback", ({ payload }) =>
         Effect.gen(function* () {
           yield* requirePayments
+          // Checked here, not in the schema, whose errors would quote the note back.
+          const found = sensitiveContent(payload.note)
+          if (found.length > 0) {
+            return yield* Effect.fail(
+              new InvalidRequest({
+                error: {
+                  code: "invalid_request",
+                  message: `note: must not contain keys or personal information; it holds ${listed(found)}. Remove it and send again.`
+                }
+              })
+            )
+          }
           const account = yield* knownAccount
           const receipt = yield* feedback
             .submit(account.fingerprint, { requestId: payload.request_id, category: payload.category, note: payload.note })

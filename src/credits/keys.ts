@@ -47,6 +47,8 @@ export class KeyFingerprints extends Context.Tag("morsel/credits/KeyFingerprints
     readonly testMode: boolean
     /** The fingerprint of a well-formed key of this server's mode; None for anything else. */
     readonly fingerprint: (key: Redacted.Redacted<string>) => Option.Option<KeyFingerprint>
+    /** The same keyed digest of another identifier the service counts by (a client address), never stored in clear. */
+    readonly digest: (identifier: string) => string
   }
 >() {}
 
@@ -58,10 +60,12 @@ export const KeyFingerprintsLive = Layer.effect(
     const [row] = yield* secrets(sql`SELECT secret FROM credit_secrets WHERE name = ${FINGERPRINT_SECRET}`)
     if (row === undefined) return yield* Effect.dieMessage("credit_secrets has no key_fingerprint row; run the migrations")
     const secret = Buffer.from(row.secret)
-    const fingerprintOf = (key: string) => KeyFingerprint.make(createHmac("sha256", secret).update(key, "utf8").digest("hex"))
+    const hmac = (text: string) => createHmac("sha256", secret).update(text, "utf8").digest("hex")
+    const fingerprintOf = (key: string) => KeyFingerprint.make(hmac(key))
     return KeyFingerprints.of({
       testMode: config.testMode,
-      fingerprint: (key) => Option.map(parseCreditKey(Redacted.value(key), config.testMode), fingerprintOf)
+      fingerprint: (key) => Option.map(parseCreditKey(Redacted.value(key), config.testMode), fingerprintOf),
+      digest: hmac
     })
   })
 )

@@ -104,9 +104,9 @@ export const makeOrderRepository = Effect.gen(function* () {
       UPDATE credit_orders SET payment_intent_id = COALESCE(payment_intent_id, ${paymentIntentId})
       WHERE order_id = ${orderId}`
 
-  /** The orders a session names: by its saved session_id, or by the order_id it carries. */
-  const idsOfSession = (sessionId: string, orderId: string | null) =>
-    orderIds(sql`SELECT order_id FROM credit_orders WHERE session_id = ${sessionId} OR order_id::text = ${orderId ?? ""}`).pipe(
+  /** The orders a session names: by its saved session_id, or by the order_id it carries (canonical case). */
+  const idsOfSession = (sessionId: string, orderId: Option.Option<OrderId>) =>
+    orderIds(sql`SELECT order_id FROM credit_orders WHERE session_id = ${sessionId} OR order_id::text = ${Option.getOrElse(orderId, () => "")}`).pipe(
       Effect.map((rows) => rows.map((row) => row.order_id))
     )
 

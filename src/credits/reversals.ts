@@ -1,6 +1,6 @@
 /** Refunds and disputes of a paid order: finds the order a report of the processor names and reverses or restores it. */
-import { Effect, Option, Schema } from "effect"
-import { OrderId } from "../domain/ids.ts"
+import { Effect, Option } from "effect"
+import { echoedOrderId } from "../domain/ids.ts"
 import { Ledger, type ReversalCause } from "./Ledger.ts"
 import type { OrderRepository, OrderRow } from "./orders.ts"
 import { Processor } from "./Processor.ts"
@@ -25,14 +25,14 @@ export const makeReversals = (orders: OrderRepository) =>
     const applyReversalCauses = (input: ReversalReport) =>
       Effect.gen(function* () {
         let order = Option.none<OrderRow>()
-        const metaOrder = input.metadata["order_id"]
-        if (metaOrder !== undefined && Schema.is(Schema.UUID)(metaOrder)) order = yield* orders.find(OrderId.make(metaOrder))
+        const metaOrder = echoedOrderId(input.metadata["order_id"])
+        if (Option.isSome(metaOrder)) order = yield* orders.find(metaOrder.value)
         if (Option.isNone(order) && input.paymentIntentId !== null) {
           order = yield* orders.findByPaymentIntent(input.paymentIntentId)
           if (Option.isNone(order)) {
             const piMeta = yield* processor.paymentIntentMetadata(input.paymentIntentId)
-            const piOrder = piMeta["order_id"]
-            if (piOrder !== undefined && Schema.is(Schema.UUID)(piOrder)) order = yield* orders.find(OrderId.make(piOrder))
+            const piOrder = echoedOrderId(piMeta["order_id"])
+            if (Option.isSome(piOrder)) order = yield* orders.find(piOrder.value)
           }
         }
         if (Option.isNone(order)) {

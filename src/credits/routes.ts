@@ -11,7 +11,10 @@ export const StripeWebhookRoute = HttpLayerRouter.use((router) =>
       Effect.gen(function* () {
         const body = yield* request.text.pipe(Effect.option)
         const answer = yield* webhooks.receive(body, request.headers["stripe-signature"])
-        return HttpServerResponse.unsafeJson(answer.body, { status: answer.status })
+        return HttpServerResponse.unsafeJson(answer.body, {
+          status: answer.status,
+          ...(answer.retryAfter === undefined ? {} : { headers: { "retry-after": String(answer.retryAfter) } })
+        })
       })
     )
   })

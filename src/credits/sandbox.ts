@@ -4,6 +4,7 @@
  */
 import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
 import { Context, Data, Effect, Layer, Option } from "effect"
+import { AppConfig, type Operator } from "../config.ts"
 import type { CardSession, Json, RefundStatus } from "./cards.ts"
 import { PACK_CREDITS } from "./Ledger.ts"
 import { MemoryCards } from "./ProcessorMemory.ts"
@@ -93,12 +94,34 @@ export const SandboxCheckoutLive = Layer.effect(
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c)
 
-const STYLE =
-  "body{font-family:system-ui,sans-serif;max-width:32rem;margin:2rem auto;padding:0 1rem;line-height:1.5}" +
-  "dl{display:grid;grid-template-columns:auto 1fr;gap:.25rem 1rem}dt{font-weight:600}" +
-  "button{font-size:1.1rem;padding:.6rem 1.4rem;cursor:pointer}button:focus-visible,a:focus-visible{outline:3px solid #1a5fb4}"
+/** Who runs this server and how to reach them, as the main page's footer says it. */
+const operatorFooter = (operator: Operator) => {
+  const parts: Array<string> = []
+  if (Option.isSome(operator.name)) parts.push(`Run by ${escapeHtml(operator.name.value)}`)
+  if (Option.isSome(operator.supportContact)) {
+    const contact = operator.supportContact.value
+    const href = /^https?:/i.test(contact) ? contact : `mailto:${contact}`
+    parts.push(`Support: <a href="${escapeHtml(href)}">${escapeHtml(contact)}</a>`)
+  }
+  if (Option.isSome(operator.termsUrl)) parts.push(`<a href="${escapeHtml(operator.termsUrl.value)}">Terms and refunds</a>`)
+  if (Option.isSome(operator.privacyUrl)) parts.push(`<a href="${escapeHtml(operator.privacyUrl.value)}">Privacy</a>`)
+  return `<footer><p id="operator">${parts.length > 0 ? parts.join(" · ") : "This server's operator has not published a name or a support contact."}</p></footer>`
+}
 
-const checkoutPage = (s: CardSession) => {
+/** A page in the web page's own style sheet, icon and header. */
+const sandboxPage = (title: string, body: string, operator: Operator) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)} · morsel</title><link rel="icon" href="/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="/app.css"></head>
+<body>
+<header class="top"><p class="brand">morsel</p><p class="tagline">One food photo in, a nutrition estimate out.</p></header>
+<div class="banner">Sandbox: everything here is simulated. No card is charged.</div>
+<main><section class="panel checkout">
+${body}
+</section></main>
+${operatorFooter(operator)}
+</body></html>`
+
+const checkoutPage = (s: CardSession, operator: Operator) => {
   const id = escapeHtml(s.id)
   const action =
     s.status === "open"
@@ -106,22 +129,21 @@ const checkoutPage = (s: CardSession) => {
 <button type="submit">Pay USD 5.00</button>
 </form>
 <p><a href="${escapeHtml(s.cancel_url)}">Cancel and return</a></p>`
-      : `<p role="status">This checkout is ${escapeHtml(s.status)}${s.payment_status === "paid" ? " and paid" : ""}.</p>
+      : `<p role="status" class="message">This checkout is ${escapeHtml(s.status)}${s.payment_status === "paid" ? " and paid" : ""}.</p>
 <p><a href="${escapeHtml(s.status === "complete" ? returnUrl(s) : s.cancel_url)}">Return</a></p>`
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>Sandbox checkout · morsel</title><style>${STYLE}</style></head>
-<body><main>
-<h1>Sandbox checkout</h1>
-<p>No card is charged: this is the sandbox's own payment page.</p>
+  return sandboxPage(
+    "Sandbox checkout",
+    `<h1>Sandbox checkout</h1>
+<p class="hint">No card is charged: this is the sandbox's own payment page.</p>
 <dl>
-<dt>Order</dt><dd>${escapeHtml(s.client_reference_id ?? "unknown")}</dd>
+<dt>Order</dt><dd><code>${escapeHtml(s.client_reference_id ?? "unknown")}</code></dd>
 <dt>Item</dt><dd>${PACK_CREDITS} credits</dd>
 <dt>Amount</dt><dd>USD 5.00</dd>
 <dt>Session</dt><dd><code>${id}</code></dd>
 </dl>
-${action}
-</main></body></html>`
+${action}`,
+    operator
+  )
 }
 
 const refusal = (e: SandboxRefused) => HttpServerResponse.unsafeJson({ error: { code: e.code, message: e.message } }, { status: e.status })
@@ -138,15 +160,17 @@ const wantsPage = (accept: string | undefined) => accept?.includes("text/html") 
 export const SandboxCheckoutRoutes = HttpLayerRouter.use((router) =>
   Effect.gen(function* () {
     const sandbox = yield* SandboxCheckout
+    const { operator } = yield* AppConfig
     yield* router.add(
       "GET",
       "/sandbox/checkout/:session_id",
       Effect.flatMap(sessionIdParam, sandbox.session).pipe(
-        Effect.map((s) => HttpServerResponse.html(checkoutPage(s))),
+        Effect.map((s) => HttpServerResponse.html(checkoutPage(s, operator))),
         Effect.catchTag("SandboxRefused", (e) =>
           Effect.succeed(
-            HttpServerResponse.html(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Checkout not found</title></head>
-<body><main><h1>Checkout not found</h1><p>${escapeHtml(e.message)}</p></main></body></html>`).pipe(HttpServerResponse.setStatus(e.status))
+            HttpServerResponse.html(
+              sandboxPage("Checkout not found", `<h1>Checkout not found</h1>\n<p>${escapeHtml(e.message)}</p>\n<p><a href="/">Back to morsel</a></p>`, operator)
+            ).pipe(HttpServerResponse.setStatus(e.status))
           )
         )
       )

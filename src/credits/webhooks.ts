@@ -74,6 +74,8 @@ const DISPUTE_EVENTS = new Set([
 export interface WebhookAnswer {
   readonly status: number
   readonly body: unknown
+  /** Seconds, on a temporary failure: the processor redelivers anyway; people and proxies read it too. */
+  readonly retryAfter?: number
 }
 
 const answer = (status: number, code: string, message: string): WebhookAnswer => ({ status, body: { error: { code, message } } })
@@ -174,7 +176,8 @@ export const WebhooksLive = Layer.effect(
           ),
           Effect.catchAll((error) =>
             Effect.logError("stripe webhook failed; the processor will redeliver", { event_id: id, type, error }).pipe(
-              Effect.as(answer(500, "webhook_failed", "Temporary failure; redeliver."))
+              // Storage or the processor is away for a while: unavailable, not a crash of ours.
+              Effect.as({ ...answer(503, "webhook_failed", "Temporary failure; redeliver."), retryAfter: 5 })
             )
           )
         )

@@ -1,15 +1,20 @@
 /** The PostgreSQL store: a real server when DATABASE_URL is set, otherwise embedded PGlite, migrated at start. */
-import { mkdtempSync, rmSync } from "node:fs"
+import { execFile } from "node:child_process"
+import { existsSync, mkdtempSync, openAsBlob, rmSync } from "node:fs"
 import { mkdir } from "node:fs/promises"
+import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Data, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
+import { lockDataFolder } from "./dataFolderLock.ts"
 import { migrate } from "./migrations.ts"
+import { silenceLimitedSocket } from "./silence.ts"
 
 export class DatabaseUnavailable extends Data.TaggedError("DatabaseUnavailable")<{
   readonly message: string
@@ -29,6 +34,72 @@ const EMBEDDED_POOL_SIZE = 1
  */
 const EMBEDDED_SETTINGS = ["shared_buffers = 16MB"]
 
+/** An in-memory database (the sandbox's, the tests') holds a few MiB of tables: its cache needs no more. */
+const IN_MEMORY_SETTINGS = ["shared_buffers = 4MB"]
+
+/**
+ * Creates a new embedded database (initdb) in a Node process of its own: initdb grows PGlite's WebAssembly memory
+ * to about 600 MiB, which a WebAssembly memory never gives back, so the server would keep it for its whole life.
+ * Writes the database into `dataDir`, or, for an in-memory one, its files as a tar archive into `archive`.
+ */
+const INITDB = `
+const [pglite, dataDir, archive, settings] = process.argv.slice(1)
+const { PGlite } = require(pglite)
+const { writeFileSync } = require("node:fs")
+PGlite.create({ dataDir: dataDir || undefined, postgresqlconf: JSON.parse(settings) })
+  .then(async (db) => {
+    if (archive) writeFileSync(archive, Buffer.from(await (await db.dumpDataDir("none")).arrayBuffer()))
+    await db.close()
+  })
+  .then(() => process.exit(0), (error) => { console.error(String(error && error.message || error)); process.exit(1) })
+`
+
+const initdbApart = (dataDir: string | undefined, archive: string | undefined) =>
+  Effect.async<void, DatabaseUnavailable>((resume) => {
+    const pglite = createRequire(import.meta.url).resolve("@electric-sql/pglite")
+    const child = execFile(
+      process.execPath,
+      ["-e", INITDB, pglite, dataDir ?? "", archive ?? "", JSON.stringify(EMBEDDED_SETTINGS)],
+      { maxBuffer: 1 << 20 },
+      (error, _stdout, stderr) =>
+        resume(
+          error === null
+            ? Effect.void
+            : Effect.fail(new DatabaseUnavailable({ message: `cannot create the embedded database: ${stderr.trim() || error.message}`, cause: error }))
+        )
+    )
+    return Effect.sync(() => child.kill())
+  })
+
+/** The files of a new, empty database, written by `npm run build` so that in-memory databases start without initdb. */
+export const writeNewDatabaseArchive = (archive: string) => initdbApart(undefined, archive)
+
+/** Where the build left them, from the source (src/db), the compiled modules (dist/src/db) or the bundle (dist/bundle). */
+const builtArchive = (): string | undefined =>
+  ["../../dist/new-database.tar", "../../new-database.tar", "../new-database.tar"]
+    .map((path) => fileURLToPath(new URL(path, import.meta.url)))
+    .find((path) => existsSync(path))
+
+/**
+ * A new, empty in-memory database loaded from an archive read from a file (PGlite keeps the Blob it loaded, which
+ * would otherwise hold the archive's bytes for the life of the server): the build's archive when there is one (no
+ * initdb at all, so a small container can start it), else one made apart (see INITDB).
+ */
+const newInMemory = <A, E, R>(open: (archive: Blob) => Effect.Effect<A, E, R>) => {
+  const madeApart = Effect.acquireUseRelease(
+    Effect.sync(() => mkdtempSync(join(tmpdir(), "morsel-initdb-"))),
+    (dir) =>
+      initdbApart(undefined, join(dir, "pgdata.tar")).pipe(
+        Effect.zipRight(Effect.promise(() => openAsBlob(join(dir, "pgdata.tar")))),
+        Effect.flatMap(open)
+      ),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  )
+  const built = builtArchive()
+  // An archive of another PGlite version (a build older than node_modules) does not load: initdb then runs here.
+  return built === undefined ? madeApart : Effect.promise(() => openAsBlob(built)).pipe(Effect.flatMap(open), Effect.orElse(() => madeApart))
+}
+
 /** Starts PGlite on a private unix socket so the ordinary pg driver can talk to it. */
 export const embedded = (dataDir: string, options: { readonly loadDataDir?: Blob } = {}) =>
   Effect.map(startEmbedded(dataDir, options), (started) => started.target)
@@ -37,19 +108,30 @@ export const embedded = (dataDir: string, options: { readonly loadDataDir?: Blob
 export const startEmbedded = (dataDir: string, options: { readonly loadDataDir?: Blob } = {}) =>
   Effect.gen(function* () {
     const inMemory = dataDir === "memory://"
-    if (!inMemory) yield* Effect.promise(() => mkdir(resolve(dataDir), { recursive: true }))
-    const db = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () =>
-          PGlite.create({
-            dataDir: inMemory ? undefined : resolve(dataDir),
-            postgresqlconf: EMBEDDED_SETTINGS,
-            ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {})
-          }),
-        catch: (cause) => new DatabaseUnavailable({ message: `cannot open the embedded database in ${dataDir}`, cause })
-      }),
-      (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
-    )
+    if (!inMemory) {
+      yield* Effect.tryPromise({
+        try: () => mkdir(resolve(dataDir), { recursive: true }),
+        catch: (cause) => new DatabaseUnavailable({ message: `cannot create the embedded database folder ${resolve(dataDir)}`, cause })
+      })
+      // PGlite is single-process: a second writer on the same files can corrupt them.
+      yield* lockDataFolder(dataDir)
+    }
+    // A first start creates the database apart; a restart (PG_VERSION present) or a given snapshot needs no initdb.
+    if (!inMemory && !existsSync(join(resolve(dataDir), "PG_VERSION"))) yield* initdbApart(resolve(dataDir), undefined)
+    const open = (loadDataDir: Blob | undefined) =>
+      Effect.acquireRelease(
+        Effect.tryPromise({
+          try: () =>
+            PGlite.create({
+              dataDir: inMemory ? undefined : resolve(dataDir),
+              postgresqlconf: inMemory ? IN_MEMORY_SETTINGS : EMBEDDED_SETTINGS,
+              ...(loadDataDir ? { loadDataDir } : {})
+            }),
+          catch: (cause) => new DatabaseUnavailable({ message: `cannot open the embedded database in ${dataDir}`, cause })
+        }),
+        (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
+      )
+    const db = yield* inMemory && options.loadDataDir === undefined ? newInMemory(open) : open(options.loadDataDir)
     // Unix socket paths are short (~100 bytes), so the socket lives in a fresh temporary folder.
     const socketDir = yield* Effect.acquireRelease(
       Effect.sync(() => mkdtempSync(join(tmpdir(), "morsel-pg-"))),
@@ -79,24 +161,49 @@ export interface PgTarget {
   readonly username?: string
 }
 
-/** A migrated PgClient/SqlClient for an explicit target. */
-export const layerFor = ({ embedded, ...target }: PgTarget) =>
+/**
+ * A server that stops answering (a partitioned network, a stalled server) must not hold requests for ever: a
+ * connection, or a free one from a full pool, is waited for this long, then the request answers 503.
+ */
+const CONNECT_TIMEOUT = "5 seconds"
+/**
+ * The silence a serving instance bears from a server it sent a statement to before it drops that connection (the
+ * statement fails, its transaction dies with the connection); import and migration statements may take longer.
+ */
+const SERVING_SILENCE_MS = 10_000
+
+/** A migrated PgClient/SqlClient for an explicit target; `serving` bounds each statement's wait on a real server. */
+export const layerFor = ({ embedded, ...target }: PgTarget, options: { readonly serving?: boolean } = {}) =>
   Layer.effectDiscard(migrate).pipe(
     Layer.provideMerge(
-      PgClient.layer({ ...target, maxConnections: embedded ? EMBEDDED_POOL_SIZE : POOL_SIZE, idleTimeout: "60 seconds" })
+      PgClient.layer({
+        ...target,
+        // The embedded database is in the process: it cannot be partitioned away, and its one connection is queued for.
+        ...(options.serving && target.url !== undefined
+          ? { stream: silenceLimitedSocket(SERVING_SILENCE_MS), connectTimeout: CONNECT_TIMEOUT }
+          : {}),
+        maxConnections: embedded ? EMBEDDED_POOL_SIZE : POOL_SIZE,
+        idleTimeout: "60 seconds"
+      })
     )
   )
 
+const chosen = (options: { readonly serving?: boolean }) =>
+  Layer.unwrapScoped(
+    Effect.gen(function* () {
+      const settings = yield* AppConfig
+      const target: PgTarget = Option.isSome(settings.databaseUrl)
+        ? { url: settings.databaseUrl.value }
+        : yield* embedded(settings.dataDir)
+      return layerFor(target, options)
+    })
+  )
+
 /** The store chosen by the settings: DATABASE_URL, else PGlite in MORSEL_DATA_DIR. */
-export const layer = Layer.unwrapScoped(
-  Effect.gen(function* () {
-    const settings = yield* AppConfig
-    const target: PgTarget = Option.isSome(settings.databaseUrl)
-      ? { url: settings.databaseUrl.value }
-      : yield* embedded(settings.dataDir)
-    return layerFor(target)
-  })
-)
+export const layer = chosen({})
+
+/** The same for a serving instance: no statement waits on an unanswering database longer than 10 s. */
+export const servingLayer = chosen({ serving: true })
 
 export type Sql = SqlClient.SqlClient
 export const Sql = SqlClient.SqlClient

@@ -66,7 +66,8 @@ export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()(
   "PaymentRequired",
   {
     error: detail("payment_required", "invalid_payment", "insufficient_credits", "key_paused", "x402_unavailable"),
-    payment_required: Schema.optional(X402PaymentRequired)
+    payment_required: Schema.optional(X402PaymentRequired),
+    payment_response: Schema.optional(X402SettleResponse.annotations({ description: "A settlement that failed for good: its receipt (nothing moved)" }))
   },
   HttpApiSchema.annotations({ status: 402, description: "x402 price challenge (header PAYMENT-REQUIRED) or an unusable payment or credit key" })
 ) {}

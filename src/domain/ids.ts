@@ -1,5 +1,5 @@
 /** Identifiers that must not be mixed up with one another: each is a string with a brand of its own. */
-import { Schema } from "effect"
+import { Option, Schema } from "effect"
 
 /** An analysis request, as in `request_id`. */
 export const RequestId = Schema.String.pipe(Schema.brand("RequestId"))
@@ -20,3 +20,16 @@ export type KeyFingerprint = typeof KeyFingerprint.Type
 /** What makes two analysis requests the same input (image, MIME type, language, supplied total). */
 export const InputFingerprint = Schema.String.pipe(Schema.brand("InputFingerprint"))
 export type InputFingerprint = typeof InputFingerprint.Type
+
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/**
+ * An order id as the card processor echoes it back (client_reference_id, metadata), in its canonical lower case:
+ * orders created before ids were canonicalised carry the client's letter case there. None for anything else.
+ */
+export const echoedOrderId = (echoed: string | null | undefined): Option.Option<OrderId> =>
+  echoed !== null && echoed !== undefined && UUID_TEXT.test(echoed) ? Option.some(OrderId.make(echoed.toLowerCase())) : Option.none()
+
+/** Whether the processor's echo names `orderId` (stored in lower case), in whatever letter case it was sent. */
+export const echoesOrder = (echoed: string | null | undefined, orderId: OrderId): boolean =>
+  Option.exists(echoedOrderId(echoed), (id) => id === orderId.toLowerCase())

@@ -59,19 +59,19 @@ const STRICT_BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 
 /** Explains why a string is not strict base64 (STRICT_BASE64 and a length that is a multiple of 4). */
 const base64Problem = (s: string): string => {
-  if (s.length === 0) return "imageBase64 is empty; send the image bytes as standard base64"
+  if (s.length === 0) return "image_base64 is empty; send the image bytes as standard base64"
   if (/^\s*data:/i.test(s)) {
-    return "imageBase64 must be raw base64, not a data: URL; remove the 'data:image/...;base64,' prefix"
+    return "image_base64 must be raw base64, not a data: URL; remove the 'data:image/...;base64,' prefix"
   }
-  if (/\s/.test(s)) return "imageBase64 must not contain whitespace or line breaks"
+  if (/\s/.test(s)) return "image_base64 must not contain whitespace or line breaks"
   if (/[-_]/.test(s)) {
-    return "imageBase64 must use the standard base64 alphabet ('+' and '/'), not the URL-safe alphabet ('-' and '_')"
+    return "image_base64 must use the standard base64 alphabet ('+' and '/'), not the URL-safe alphabet ('-' and '_')"
   }
   if (/[^A-Za-z0-9+/=]/.test(s)) {
-    return "imageBase64 contains a character outside the standard base64 alphabet (A-Z, a-z, 0-9, '+', '/', '=')"
+    return "image_base64 contains a character outside the standard base64 alphabet (A-Z, a-z, 0-9, '+', '/', '=')"
   }
-  if (!STRICT_BASE64.test(s)) return "imageBase64 has '=' padding before the end or more than two '=' characters"
-  return `imageBase64 is ${fmt(s.length)} characters long; standard padded base64 is always a multiple of 4 characters`
+  if (!STRICT_BASE64.test(s)) return "image_base64 has '=' padding before the end or more than two '=' characters"
+  return `image_base64 is ${fmt(s.length)} characters long; standard padded base64 is always a multiple of 4 characters`
 }
 
 /**
@@ -229,7 +229,7 @@ export const inspectImage = (
   if (imageBase64.length > maxBase64Length) {
     return reject(
       "image_too_large",
-      `imageBase64 is ${fmt(imageBase64.length)} characters; the limit is ${fmt(maxBase64Length)} characters (${fmt(maxBytes)} bytes decoded)`,
+      `image_base64 is ${fmt(imageBase64.length)} characters; the limit is ${fmt(maxBase64Length)} characters (${fmt(maxBytes)} bytes decoded)`,
     )
   }
 

@@ -6,11 +6,24 @@ import { JSONSchema, Schema } from "effect"
 const closed = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
   Schema.Struct(fields).annotations({ parseOptions: { onExcessProperty: "error" } })
 
-export const Uuid = Schema.UUID.annotations({ description: "UUID" })
+/**
+ * A UUID as callers write it (any letter case: Swift and .NET print upper case) decoded to lower case, the one form
+ * that is stored, sent to the card processor, compared with what it echoes back, and answered.
+ */
+const canonicalUuid = (wire: Schema.Schema<string>) =>
+  Schema.transform(wire, Schema.typeSchema(wire), { strict: true, decode: (id) => id.toLowerCase(), encode: (id) => id })
 
-export const UuidV4 = Schema.String.pipe(
-  Schema.pattern(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i),
-  Schema.annotations({ identifier: "UuidV4", description: "UUID version 4 chosen by the client", format: "uuid" })
+export const Uuid = canonicalUuid(Schema.UUID.annotations({ description: "UUID (any letter case; answered in lower case)" }))
+
+export const UuidV4 = canonicalUuid(
+  Schema.String.pipe(
+    Schema.pattern(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i),
+    Schema.annotations({
+      identifier: "UuidV4",
+      description: "UUID version 4 chosen by the client (any letter case; answered in lower case)",
+      format: "uuid"
+    })
+  )
 )
 
 export const IdempotencyKey = Schema.String.pipe(
@@ -143,7 +156,7 @@ export const analysisResultExample = {
   estimated_total_grams: 340,
   estimate: true,
   model: "gpt-5-mini",
-  matcher_version: "usda-match-1",
+  matcher_version: "usda-match-3",
   processing_ms: 2140
 } as const
 
@@ -245,7 +258,15 @@ export const Health = Schema.Struct({
   card_credits_enabled: Schema.Boolean,
   test_mode: Schema.Boolean,
   /** Served by `morsel serve --sandbox`: every outside service simulated, nothing real is charged. */
-  sandbox: Schema.Boolean
+  sandbox: Schema.Boolean,
+  /** Who runs this instance and how a cardholder reaches them; null where the operator set nothing. */
+  operator: Schema.Struct({
+    name: Schema.NullOr(Schema.String),
+    /** An e-mail address or an http(s) URL. */
+    support_contact: Schema.NullOr(Schema.String),
+    terms_url: Schema.NullOr(Schema.String),
+    privacy_url: Schema.NullOr(Schema.String)
+  })
 }).annotations({ identifier: "Health" })
 
 /**

@@ -23,7 +23,7 @@ const main = async (folder: string | undefined) => {
       "USDA National Nutrient Database for Standard Reference, Release 28 (US Government work, public domain): foods flagged for dietary surveys",
     columns: COMMON_FOODS_COLUMNS,
     foods: kept.map((r) =>
-      [r.sourceId, r.foodGroup ?? "", r.description, r.commonNames ?? "", r.per100g.kcal, r.per100g.protein_g, r.per100g.carbs_g, r.per100g.fat_g]
+      [r.sourceId, r.foodGroup ?? "", r.description, r.commonNames ?? "", r.per100g.kcal, r.per100g.protein_g, r.per100g.carbs_g, r.per100g.fat_g, r.descriptors ?? ""]
         .map((v) => (typeof v === "number" ? String(round(v)) : v.replaceAll("\t", " ")))
         .join("\t")
     )

@@ -5,7 +5,7 @@ import data from "./commonFoods.json" with { type: "json" }
 import type { FoodRecord } from "./records.ts"
 import { BATCH_SIZE, countFoods, recordImport, upsertBatch } from "./repository.ts"
 
-export const COMMON_FOODS_COLUMNS = ["ndb", "food_group", "description", "common_names", "kcal", "protein_g", "carbs_g", "fat_g"]
+export const COMMON_FOODS_COLUMNS = ["ndb", "food_group", "description", "common_names", "kcal", "protein_g", "carbs_g", "fat_g", "descriptors"]
 
 export interface CommonFoods {
   readonly source: string
@@ -17,7 +17,7 @@ export interface CommonFoods {
 const blankToNull = (s: string | undefined) => (s === undefined || s === "" ? null : s)
 
 const toRecord = (line: string): FoodRecord => {
-  const [ndb = "", group, description = "", commonNames, kcal, protein, carbs, fat] = line.split("\t")
+  const [ndb = "", group, description = "", commonNames, kcal, protein, carbs, fat, descriptors] = line.split("\t")
   return {
     source: "sr28",
     sourceId: ndb,
@@ -25,6 +25,7 @@ const toRecord = (line: string): FoodRecord => {
     description,
     foodGroup: blankToNull(group),
     commonNames: blankToNull(commonNames),
+    descriptors: blankToNull(descriptors),
     manufacturer: null,
     surveyed: true,
     per100g: { kcal: Number(kcal), protein_g: Number(protein), carbs_g: Number(carbs), fat_g: Number(fat) },

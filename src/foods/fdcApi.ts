@@ -75,6 +75,7 @@ export const recordFromSearchHit = (food: SearchFood): FoodRecord | undefined =>
     description: food.description,
     foodGroup: typeof food.foodCategory === "string" ? food.foodCategory : null,
     commonNames: null,
+    descriptors: null,
     manufacturer: null,
     surveyed: dataType !== "SR Legacy",
     per100g,

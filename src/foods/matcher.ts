@@ -1,10 +1,12 @@
-/** The in-memory matcher: candidate generation over an inverted word index (with trigram spelling repair), then re-ranking. */
+/** The in-memory matcher: retrieval over what SR28 says of each food (BM25+ with MiniSearch), then re-ranking against the model's guess. */
 import { Option } from "effect"
+import MiniSearch from "minisearch"
 import type { FoodMatch, FoodQuery } from "./FoodDb.ts"
+import { type Family, FAMILIES, type FamilyMember, type Form, familyMedian } from "./generic.ts"
 import { energyDistance, guessScore, isPlausible } from "./plausibility.ts"
-import { DIET_VARIANT, isCookedByDefault, oddPartOf, recordPrior } from "./recordTraits.ts"
+import { DIET_VARIANT, formOf, isCookedByDefault, oddPartOf, recordPrior } from "./recordTraits.ts"
 import type { FoodRecord } from "./records.ts"
-import { brandWords, descriptionAsides, descriptionSegments, type QueryTerm, queryTerms, type StateWord, stateOf, trigrams } from "./text.ts"
+import { brandWords, descriptionAsides, descriptionSegments, type QueryTerm, queryTerms, plainKey, type StateWord, stateOf, stem } from "./text.ts"
 import {
   CATEGORY_WORDS,
   CLASS_HEADS,
@@ -19,11 +21,13 @@ import {
 } from "./vocabulary.ts"
 
 /** Reported in every result; bump it whenever ranking, vocabulary or thresholds change. */
-export const MATCHER_VERSION = "usda-match-2"
+export const MATCHER_VERSION = "usda-match-3"
 
 interface IndexedFood {
   readonly record: FoodRecord
   readonly tokens: ReadonlySet<string>
+  /** Words of the other names SR28 gives the food (ComName): "kasha" is buckwheat groats. */
+  readonly names: ReadonlySet<string>
   readonly head: ReadonlySet<string>
   /** The last word of the head segment: "Salad dressing, caesar" is a dressing, not a salad. */
   readonly headNoun: string | undefined
@@ -41,29 +45,53 @@ interface IndexedFood {
   /** An unusual part or variant ("liver", "feet", "meatless") the query must name for the record to fit. */
   readonly oddPart: string | undefined
   readonly cookedByDefault: boolean
+  /** A form that makes it another dish ("mashed", "creamed", "with dressing"), if any. */
+  readonly form: string | undefined
   readonly dietVariant: boolean
   /** Fried, breaded or battered (French fries excepted: "fried" is their name). */
   readonly fried: boolean
   readonly babyFood: boolean
 }
 
+/** What the search index holds of a record, field by field, as stemmed words separated by spaces. */
+interface SearchDoc {
+  readonly id: number
+  /** The head segment: "Beans, snap, green, raw" is named by "beans". */
+  readonly name: string
+  readonly description: string
+  readonly common: string
+  /** SR28's LanguaL descriptors: the food's source ("buckwheat") and product type. */
+  readonly langual: string
+  readonly group: string
+}
+
+const SEARCH_FIELDS = ["name", "description", "common", "langual", "group"]
+
+/** A name counts twice, another name SR28 gives the food one and a half times, its LanguaL terms half, its food group little. */
+const FIELD_BOOST = { name: 2, description: 1, common: 1.5, langual: 0.5, group: 0.3 }
+
 export interface FoodIndex {
   readonly size: number
   readonly foods: ReadonlyArray<IndexedFood>
-  readonly postings: ReadonlyMap<string, ReadonlyArray<number>>
+  readonly search: MiniSearch<SearchDoc>
   readonly idf: ReadonlyMap<string, number>
-  readonly trigramPostings: ReadonlyMap<string, ReadonlyArray<string>>
   readonly maxIdf: number
+  /** Generic names ("nuts", "seafood") by their plain key, with the family members that stand for them. */
+  readonly families: ReadonlyMap<string, { readonly family: Family; readonly members: ReadonlyArray<FamilyMember> }>
   /** Queries already read against this index: a model names the same few foods again and again. */
   readonly prepared: Map<string, PreparedQuery>
 }
 
-/** How many prepared queries an index keeps; past that it starts afresh (a query costs about 40 µs to prepare). */
+/** How many prepared queries an index keeps; past that it starts afresh (a query, its retrieval included, costs about 0.5 ms to prepare). */
 const PREPARED_QUERIES = 1024
 
 const indexFood = (
   record: FoodRecord
-): Omit<IndexedFood, "contentWeight" | "headWeight"> & { contentTokens: ReadonlyArray<string>; headTokens: ReadonlyArray<string> } => {
+): Omit<IndexedFood, "contentWeight" | "headWeight"> & {
+  contentTokens: ReadonlyArray<string>
+  headTokens: ReadonlyArray<string>
+  searchDoc: Omit<SearchDoc, "id">
+} => {
   const segments = descriptionSegments(record.description)
   const tokens = new Set<string>(descriptionAsides(record.description).filter((t) => stateOf(t) === undefined))
   const states = new Set<StateWord>()
@@ -76,7 +104,8 @@ const indexFood = (
       if (!NEUTRAL.has(token) && !/^[0-9%]+$/.test(token)) contentTokens.add(token)
     }
   }
-  for (const token of usefulCommonNames(record.commonNames)) if (stateOf(token) === undefined) tokens.add(token)
+  const names = new Set(usefulCommonNames(record.commonNames).filter((token) => stateOf(token) === undefined))
+  for (const token of names) tokens.add(token)
   const headAt = segments.findIndex((segment) => segment.some((t) => !CATEGORY_WORDS.has(t)))
   const headSegment = segments[headAt] ?? []
   const head = new Set(headSegment.filter((t) => stateOf(t) === undefined && !CATEGORY_WORDS.has(t)))
@@ -91,6 +120,14 @@ const indexFood = (
   return {
     record,
     tokens,
+    names,
+    searchDoc: {
+      name: headSegment.join(" "),
+      description: segments.flat().join(" "),
+      common: [...names].join(" "),
+      langual: descriptionSegments(record.descriptors ?? "").flat().join(" "),
+      group: descriptionSegments(record.foodGroup ?? "").flat().join(" ")
+    },
     contentTokens: [...contentTokens],
     headTokens: headNouns.filter((t) => !/^[0-9%]+$/.test(t)),
     dietVariant: DIET_VARIANT.test(description),
@@ -101,13 +138,16 @@ const indexFood = (
     states,
     prior: recordPrior(record),
     brands: branded ? new Set(brands) : undefined,
-    oddPart: oddPartOf(description),
+    oddPart: mapDefined(oddPartOf(description), stem),
     cookedByDefault: isCookedByDefault(record),
+    form: formOf(record.description),
     babyFood: record.foodGroup === "Baby Foods" || description.startsWith("babyfood") || description.startsWith("infant formula")
   }
 }
 
-/** Builds the warm index over every record (≈ 100 ms for SR28's 8,789 foods). */
+const mapDefined = <A, B>(a: A | undefined, f: (a: A) => B): B | undefined => (a === undefined ? undefined : f(a))
+
+/** Builds the warm index over every record, search index included (≈ 400 ms for SR28's 8,789 foods). */
 export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
   const staged = records.map(indexFood)
   // A capitalised word is a brand only if no generic record uses it ("Gatorade" is, "Chicken Nuggets" is not).
@@ -118,45 +158,45 @@ export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
   const n = Math.max(1, staged.length)
   const idf = new Map<string, number>()
   for (const [token, count] of df) idf.set(token, Math.log((n + 1) / (count + 0.5)))
-  const postings = new Map<string, Array<number>>()
-  const foods: Array<IndexedFood> = staged.map((food, i) => {
-    for (const token of food.tokens) {
-      const list = postings.get(token) ?? []
-      list.push(i)
-      postings.set(token, list)
-    }
-    const { contentTokens, headTokens, brands, ...rest } = food
+  const foods: Array<IndexedFood> = staged.map((food) => {
+    const { contentTokens, headTokens, brands, searchDoc, ...rest } = food
     const weigh = (list: ReadonlyArray<string>) => list.reduce((sum, t) => sum + (idf.get(t) ?? 0), 0)
     const brandNames = brands === undefined ? undefined : new Set([...brands].filter((w) => !generic.has(w)))
     return { ...rest, brands: brandNames, contentWeight: weigh(contentTokens), headWeight: weigh(headTokens) }
   })
-  const trigramPostings = new Map<string, Array<string>>()
-  for (const word of df.keys()) {
-    for (const gram of trigrams(word)) {
-      const list = trigramPostings.get(gram) ?? []
-      list.push(word)
-      trigramPostings.set(gram, list)
-    }
-  }
-  return { size: foods.length, foods, postings, idf, trigramPostings, maxIdf: Math.log(n + 1), prepared: new Map() }
+  // Fields are already normalised and stemmed: the search index splits on spaces and keeps the words as they are.
+  const search = new MiniSearch<SearchDoc>({
+    fields: SEARCH_FIELDS,
+    tokenize: (text) => text.split(" "),
+    processTerm: (term) => (term.length > 0 ? term : null),
+    searchOptions: { boost: FIELD_BOOST }
+  })
+  search.addAll(staged.map((food, id) => ({ id, ...food.searchDoc })))
+  return { size: foods.length, foods, search, idf, maxIdf: Math.log(n + 1), families: familiesOf(foods), prepared: new Map() }
 }
 
-/** The known word closest to a misspelt one (trigram similarity above 0.45), as pg_trgm's similarity() would judge. */
+/** Each generic name's family: its ordinary members (no brands, baby foods, diet variants or odd parts), cooked or raw. */
+const familiesOf = (foods: ReadonlyArray<IndexedFood>) => {
+  const out = new Map<string, { family: Family; members: ReadonlyArray<FamilyMember> }>()
+  for (const family of FAMILIES) {
+    const members: Array<FamilyMember> = []
+    for (const food of foods) {
+      if (food.brands !== undefined || food.babyFood || food.dietVariant || food.oddPart !== undefined) continue
+      if (!family.member(food.record, food.record.description.toLowerCase())) continue
+      const cooked = [...food.states].some((state) => !NOT_COOKING.has(state))
+      const kept = [...food.states].some((state) => DRY_FORMS.has(state) || state === "frozen" || state === "canned")
+      members.push({ record: food.record, states: food.states, cooked, raw: !cooked && !kept })
+    }
+    for (const name of family.names) out.set(plainKey(name), { family, members })
+  }
+  return out
+}
+
+/** The known word closest to a misspelt one, within one edit in four letters ("brocolli" is "broccoli", "farro" is not "taro"). */
 const correctSpelling = (index: FoodIndex, word: string): string | undefined => {
   if (word.length < 4) return undefined
-  const grams = trigrams(word)
-  const shared = new Map<string, number>()
-  for (const gram of grams) for (const candidate of index.trigramPostings.get(gram) ?? []) shared.set(candidate, (shared.get(candidate) ?? 0) + 1)
-  let best: string | undefined
-  let bestSimilarity = 0.45
-  for (const [candidate, common] of shared) {
-    const similarity = common / (grams.length + trigrams(candidate).length - common)
-    if (similarity > bestSimilarity) {
-      best = candidate
-      bestSimilarity = similarity
-    }
-  }
-  return best
+  const [best] = index.search.autoSuggest(word, { fuzzy: 0.25, prefix: false, boost: FIELD_BOOST })
+  return best?.terms[0]
 }
 
 export interface RankedCandidate {
@@ -180,8 +220,13 @@ interface PreparedQuery {
   readonly dry: boolean
   readonly raw: boolean
   readonly fried: boolean
+  readonly form: string | undefined
   readonly wantsBabyFood: boolean
   readonly wantsDietVariant: boolean
+  /** The family a generic name stands for, and whether the query asks for it cooked (undefined: the family's usual form). */
+  readonly family: { readonly family: Family; readonly members: ReadonlyArray<FamilyMember>; readonly inForm: (member: FamilyMember) => boolean } | undefined
+  /** Records holding the query's head word, with their BM25+ relevance to the whole query (the best is 1). */
+  readonly candidates: ReadonlyArray<{ readonly food: number; readonly relevance: number }>
 }
 
 const prepare = (index: FoodIndex, query: string): PreparedQuery => {
@@ -193,8 +238,55 @@ const prepare = (index: FoodIndex, query: string): PreparedQuery => {
   return prepared
 }
 
+/**
+ * Which members of a family stand for the query: those cooked as it says ("grilled fish" is grilled, broiled or
+ * dry-heat fish; "baked beans" are no boiled beans), raw ones for "raw", else the family's usual form.
+ */
+const familyForm = (usual: Form, methods: ReadonlyArray<StateWord>, raw: boolean): ((member: FamilyMember) => boolean) => {
+  if (methods.length > 0) {
+    const wanted = new Set<string>(methods.flatMap((m) => [m, ...(EQUIVALENT[m] ?? [])]))
+    return (member) => [...member.states].some((s) => wanted.has(s))
+  }
+  if (raw) return (member) => member.raw
+  return usual === "any" ? () => true : usual === "cooked" ? (member) => member.cooked : (member) => member.raw
+}
+
+/** Two query words that SR28 writes as one ("snow peas" are "snowpeas", "sweet corn" "sweetcorn") are read as that word. */
+const joinCompounds = (index: FoodIndex, terms: ReadonlyArray<QueryTerm>): ReadonlyArray<QueryTerm> => {
+  const out: Array<QueryTerm> = []
+  for (let i = 0; i < terms.length; i++) {
+    const [first, second] = [terms[i]!, terms[i + 1]]
+    const joined = second !== undefined && first.length === 1 && second.length === 1 ? stem(`${first[0]}${second[0]}`) : undefined
+    if (joined !== undefined && index.idf.has(joined)) {
+      out.push([joined])
+      i++
+    } else out.push(first)
+  }
+  return out
+}
+
+/**
+ * The records that hold the query's head word (its last content word), each with its BM25+ relevance to the whole
+ * query over the name, description, other names and food group. A query is read once: the result is kept with it.
+ */
+const retrieve = (index: FoodIndex, content: ReadonlyArray<{ readonly alternatives: ReadonlyArray<string> }>) => {
+  const head = content[content.length - 1]
+  if (head === undefined) return []
+  const words = [...new Set(content.flatMap((t) => t.alternatives))]
+  // Only records with the head word are wanted: the AND drops the others before any result is built.
+  const hits = index.search.search({
+    combineWith: "AND",
+    queries: [
+      { combineWith: "OR", queries: [...head.alternatives] },
+      { combineWith: "OR", queries: words }
+    ]
+  })
+  const best = hits.reduce((max, r) => Math.max(max, r.score), 0)
+  return hits.map((r) => ({ food: r.id as number, relevance: best > 0 ? r.score / best : 0 }))
+}
+
 const prepareAfresh = (index: FoodIndex, query: string): PreparedQuery => {
-  const terms = queryTerms(query)
+  const terms = joinCompounds(index, queryTerms(query))
   const states = new Set<StateWord>()
   const content: Array<{ alternatives: ReadonlyArray<string>; weight: number }> = []
   const seen = new Set<string>()
@@ -211,19 +303,30 @@ const prepareAfresh = (index: FoodIndex, query: string): PreparedQuery => {
     const weight = Math.max(...alternatives.map((w) => index.idf.get(w) ?? index.maxIdf))
     content.push({ alternatives, weight })
   }
+  const family = index.families.get(plainKey(query))
+  const methods = [...states].filter((s) => !NOT_COOKING.has(s))
+  const raw = [...states].some((s) => RAWISH.has(s))
   return {
+    family: family === undefined ? undefined : { ...family, inForm: familyForm(family.family.form, methods, raw) },
+    candidates: retrieve(index, content),
     content,
     totalWeight: content.reduce((sum, t) => sum + t.weight, 0),
     words: new Set(content.flatMap((t) => t.alternatives)),
     states,
-    methods: [...states].filter((s) => !NOT_COOKING.has(s)),
+    methods,
     dry: [...states].some((s) => DRY_FORMS.has(s)),
-    raw: [...states].some((s) => RAWISH.has(s)),
+    raw,
     fried: [...states].some((s) => FRIED.has(s)),
+    form: formOf(query),
     wantsBabyFood: content.some((t) => t.alternatives.some((w) => w === "babyfood" || w === "infant")),
     wantsDietVariant: DIET_VARIANT.test(query.toLowerCase())
   }
 }
+
+/** A record cooked another way than the query names ("fried" against "roasted"): below any record that fits. */
+const CONTRADICTED_METHOD = -0.3
+/** A record in a form the query does not name ("Potatoes, mashed" for "roasted potatoes"). */
+const FORM_PENALTY = 0.5
 
 const stateScore = (query: PreparedQuery, food: IndexedFood): number => {
   const has = (set: ReadonlySet<StateWord>) => {
@@ -247,7 +350,8 @@ const stateScore = (query: PreparedQuery, food: IndexedFood): number => {
     const equivalent = methods.some((m) => (EQUIVALENT[m] ?? []).some((s) => food.states.has(s)))
     if (exact) score += 0.8
     else if (equivalent) score += 0.5
-    else if (cooking) score += has(FRIED) && !query.fried ? -0.6 : 0.1
+    // Another cooking method than the one named: "grilled" is not "stewed".
+    else if (cooking) score += has(FRIED) && !query.fried ? -0.6 : CONTRADICTED_METHOD
     else if (has(RAWISH)) score -= 1
   } else if (query.states.size === 0) {
     if (food.cookedByDefault && has(RAWISH)) score -= 0.6
@@ -261,6 +365,9 @@ const stateScore = (query: PreparedQuery, food: IndexedFood): number => {
     else if (food.states.has(form)) score -= penalty
   }
   if (food.dietVariant && !query.wantsDietVariant) score -= 0.4
+  // The form follows the words: "roasted potatoes" are not mashed ones, "mashed potatoes" are.
+  if (query.form !== undefined) score += food.form === query.form ? 0.5 : food.form !== undefined ? -0.5 : -0.2
+  else if (food.form !== undefined) score -= FORM_PENALTY
   return score
 }
 
@@ -270,6 +377,9 @@ const brandScore = (query: PreparedQuery, food: IndexedFood) => {
   for (const brand of food.brands) if (query.words.has(brand)) return 0.3
   return -1.2
 }
+
+/** How much the BM25+ relevance (0 to 1, the best record 1) adds to the share of the query's words a record holds. */
+const RELEVANCE_WEIGHT = 0.4
 
 /** Below these a match is not trusted and the item keeps the model's own numbers. */
 export const MIN_COVERAGE = 0.6
@@ -281,13 +391,9 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
   if (prepared.content.length === 0 || prepared.totalWeight === 0) return []
   // A trusted match must contain the query's head word, so only records holding it are candidates.
   const headTerm = prepared.content[prepared.content.length - 1]!
-  // One spelling's postings are already distinct; only several spellings need a set to merge them.
-  const [only, ...others] = headTerm.alternatives
-  const candidates: Iterable<number> =
-    others.length === 0 ? (index.postings.get(only ?? "") ?? []) : new Set(headTerm.alternatives.flatMap((word) => index.postings.get(word) ?? []))
   const weighedWords = [...prepared.words].filter((w) => !NEUTRAL.has(w)).map((w) => [w, index.idf.get(w) ?? 0] as const)
   // Keep only the best few while scanning: no sort and no allocation per candidate.
-  const best: Array<{ readonly food: IndexedFood; readonly score: number }> = []
+  const best: Array<{ readonly food: IndexedFood; readonly relevance: number; readonly score: number }> = []
   /** Weight of the query's terms the record holds (any alternative of a term counts once). */
   const matchedWeight = (food: IndexedFood) => {
     let matched = 0
@@ -301,7 +407,7 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
     }
     return matched
   }
-  const assess = (food: IndexedFood) => {
+  const assess = (food: IndexedFood, relevance: number) => {
     const matched = matchedWeight(food)
     const coverage = matched / prepared.totalWeight
     let explained = 0
@@ -320,8 +426,10 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
     const brand = brandScore(prepared, food)
     let specificHit = brand > 0
     if (food.headNoun !== undefined && CLASS_HEADS.has(food.headNoun)) for (const w of headTerm.alternatives) if (food.specific.has(w)) specificHit = true
+    // Another name SR28 gives the food is as good as its own ("kasha" names "Buckwheat groats").
+    for (const w of headTerm.alternatives) if (food.names.has(w)) specificHit = true
     const guess = guessScore(food.record.per100g, query.guessPer100g)
-    const text = 3 * coverage
+    const text = 3 * coverage + RELEVANCE_WEIGHT * relevance
     // The record names another food unless its head noun, or its specific name, is what the query asks for.
     const nounFits = food.headNoun === undefined || prepared.words.has(food.headNoun) || specificHit
     const head = (headHit ? 0.6 : -0.8) + (recordHeadHit || specificHit ? 0.4 : 0) + (nounFits ? 0 : -0.8)
@@ -330,21 +438,21 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
     const prior = food.prior + brand + (food.oddPart === undefined || prepared.words.has(food.oddPart) ? 0 : -0.8)
     return { coverage, headHit, text, head, extra, state, prior, guess, score: text + head + extra + state + prior + guess }
   }
-  for (const i of candidates) {
-    const food = index.foods[i]!
+  for (const candidate of prepared.candidates) {
+    const food = index.foods[candidate.food]!
     if (food.babyFood && !prepared.wantsBabyFood) continue
     // Cheap checks first: a record too far from the guess, or sharing too few words, can never be trusted.
     if (!isPlausible(food.record.per100g, query.guessPer100g)) continue
     if (matchedWeight(food) < MIN_COVERAGE * prepared.totalWeight) continue
-    const { score } = assess(food)
+    const { score } = assess(food, candidate.relevance)
     if (best.length === limit && score <= best[limit - 1]!.score) continue
     let at = best.length
     while (at > 0 && best[at - 1]!.score < score) at--
-    best.splice(at, 0, { food, score })
+    best.splice(at, 0, { food, relevance: candidate.relevance, score })
     if (best.length > limit) best.pop()
   }
-  return best.map(({ food }) => {
-    const a = assess(food)
+  return best.map(({ food, relevance }) => {
+    const a = assess(food, relevance)
     return {
       record: food.record,
       score: a.score,
@@ -362,8 +470,23 @@ export const isTrusted = (candidate: RankedCandidate) => candidate.headHit && ca
 
 export const toMatch = (record: FoodRecord): FoodMatch => ({ fdcId: record.sourceId, name: record.description, per100g: record.per100g })
 
-/** The best trustworthy record for a query, or None. */
+/**
+ * The median of a generic name's family ("nuts", "seafood"), reported with the member nearest it, or undefined when
+ * the query names a specific food or too few members fit the guess.
+ */
+const genericMatch = (index: FoodIndex, query: FoodQuery): FoodMatch | undefined => {
+  const { family } = prepare(index, query.query)
+  if (family === undefined) return undefined
+  const fallback = familyMedian(family.family, family.members, family.inForm, (n) => isPlausible(n, query.guessPer100g))
+  if (fallback === undefined) return undefined
+  const { representative, median, members } = fallback
+  return { fdcId: representative.sourceId, name: `${representative.description} (median of ${members} USDA ${family.family.label} records)`, per100g: median }
+}
+
+/** The best trustworthy record for a query (for a generic name, its family's median), or None. */
 export const matchIn = (index: FoodIndex, query: FoodQuery): Option.Option<FoodMatch> => {
+  const generic = genericMatch(index, query)
+  if (generic !== undefined) return Option.some(generic)
   const trusted = rank(index, query, 3).find(isTrusted)
   return trusted !== undefined ? Option.some(toMatch(trusted.record)) : Option.none()
 }

@@ -77,3 +77,15 @@ export const recordPrior = (record: FoodRecord): number => {
   if (GENERIC_AVERAGE.test(description)) prior += 0.25
   return prior
 }
+
+/**
+ * Forms that make a prepared food another dish than the plain one ("Potatoes, mashed", "Corn, creamed"): a record
+ * in such a form fits only a query that names it, and a query naming one wants it.
+ */
+const FORM = /\b(mashed|scalloped|au gratin|candied|pickled|glazed|stuffed|dressed|with dressing|with sauce|in sauce|with gravy|with vegetables|with fruit)\b/
+
+/** The form a description or a query names, if any ("with dressing" and "dressed" are one form). */
+export const formOf = (text: string): string | undefined => {
+  const form = FORM.exec(text.toLowerCase().replace(/\([^)]*\)/g, ""))?.[1]
+  return form === "with dressing" ? "dressed" : form === "in sauce" ? "with sauce" : form
+}

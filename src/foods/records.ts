@@ -23,6 +23,8 @@ export interface FoodRecord {
   readonly foodGroup: string | null
   /** Other names the source lists for the food (SR28 ComName), comma separated. */
   readonly commonNames: string | null
+  /** SR28's LanguaL descriptors of the food's source and product type ("SCALLION; VEGETABLE OR VEGETABLE PRODUCT"), "; " separated. */
+  readonly descriptors: string | null
   /** Set for branded products; generic records are preferred when matching. */
   readonly manufacturer: string | null
   /** The food is used in dietary surveys (SR28 Survey flag, or an FNDDS/Foundation record): an everyday food. */

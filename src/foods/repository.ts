@@ -14,6 +14,7 @@ const FoodRow = Schema.Struct({
   description: Schema.String,
   food_group: Schema.NullOr(Schema.String),
   common_names: Schema.NullOr(Schema.String),
+  descriptors: Schema.NullOr(Schema.String),
   manufacturer: Schema.NullOr(Schema.String),
   surveyed: Schema.Boolean,
   kcal: Schema.Number,
@@ -34,6 +35,7 @@ const toRow = (record: FoodRecord, importId: string, at: Date) => ({
   description: record.description,
   food_group: record.foodGroup,
   common_names: record.commonNames,
+  descriptors: record.descriptors,
   manufacturer: record.manufacturer,
   surveyed: record.surveyed,
   kcal: record.per100g.kcal,
@@ -51,6 +53,7 @@ const fromRow = (row: FoodRow): FoodRecord => ({
   description: row.description,
   foodGroup: row.food_group,
   commonNames: row.common_names,
+  descriptors: row.descriptors,
   manufacturer: row.manufacturer,
   surveyed: row.surveyed,
   per100g: { kcal: row.kcal, protein_g: row.protein_g, carbs_g: row.carbs_g, fat_g: row.fat_g },
@@ -68,7 +71,7 @@ export const upsertBatch = (records: ReadonlyArray<FoodRecord>, importId: string
         INSERT INTO foods ${sql.insert(records.map((r) => toRow(r, importId, at)))}
         ON CONFLICT (source, source_id) DO UPDATE SET
           data_type = EXCLUDED.data_type, description = EXCLUDED.description, food_group = EXCLUDED.food_group,
-          common_names = EXCLUDED.common_names, manufacturer = EXCLUDED.manufacturer, surveyed = EXCLUDED.surveyed,
+          common_names = EXCLUDED.common_names, descriptors = EXCLUDED.descriptors, manufacturer = EXCLUDED.manufacturer, surveyed = EXCLUDED.surveyed,
           kcal = EXCLUDED.kcal, protein_g = EXCLUDED.protein_g, carbs_g = EXCLUDED.carbs_g, fat_g = EXCLUDED.fat_g,
           import_id = EXCLUDED.import_id, updated_at = EXCLUDED.updated_at`
       const bySource = new Map<FoodSource, Array<string>>()
@@ -118,7 +121,7 @@ export const loadRecords = (sources: ReadonlyArray<FoodSource> = ["sr28", "fdc"]
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* foodRows(sql`
-      SELECT source, source_id, data_type, description, food_group, common_names, manufacturer, surveyed, kcal, protein_g, carbs_g, fat_g
+      SELECT source, source_id, data_type, description, food_group, common_names, descriptors, manufacturer, surveyed, kcal, protein_g, carbs_g, fat_g
       FROM foods WHERE source IN ${sql.in(sources)} ORDER BY source, source_id`)
     return rows.map(fromRow)
   })
@@ -143,7 +146,7 @@ export const cachedSearch = (query: string) =>
     const ids = hit.fdc_ids.split(",").filter((id) => id !== "")
     if (ids.length === 0) return [] as ReadonlyArray<FoodRecord>
     const rows = yield* foodRows(sql`
-      SELECT source, source_id, data_type, description, food_group, common_names, manufacturer, surveyed, kcal, protein_g, carbs_g, fat_g
+      SELECT source, source_id, data_type, description, food_group, common_names, descriptors, manufacturer, surveyed, kcal, protein_g, carbs_g, fat_g
       FROM foods WHERE source = 'fdc_api' AND source_id IN ${sql.in(ids)}`)
     return rows.map(fromRow)
   })

@@ -149,7 +149,35 @@ const SR_NUTRIENTS: Record<string, keyof NutrientAccumulator> = { "208": "kcal",
 
 const blankToNull = (s: string | undefined) => (s === undefined || s.trim() === "" ? null : s.trim())
 
-/** Reads FOOD_DES, FD_GROUP, NUT_DATA (208/203/204/205) and WEIGHT into records keyed by NDB number. */
+/** LanguaL facets kept for matching: A, the product type, and B, the food source ("SCALLION"). */
+const KEPT_FACETS = /^[AB]/
+
+/**
+ * The LanguaL descriptors of each food (LANGUAL and LANGDESC, when the download has them), facets A and B only,
+ * without the "(US CFR)" style source notes and the numbered SR food-group entries that repeat FD_GROUP.
+ */
+const readDescriptors = async (dataset: Dataset): Promise<ReadonlyMap<string, string>> => {
+  const langdesc = await dataset.open("LANGDESC.txt")
+  if (langdesc === undefined) return new Map()
+  const texts = new Map<string, string>()
+  for await (const [code, text] of sr28Rows(langdesc)) {
+    if (!code || !text || !KEPT_FACETS.test(code) || /^\d/.test(text)) continue
+    texts.set(code, text.replace(/\s*\([^)]*\)\s*$/, ""))
+  }
+  const langual = await dataset.open("LANGUAL.txt")
+  if (langual === undefined) return new Map()
+  const byFood = new Map<string, Array<string>>()
+  for await (const [ndb, code] of sr28Rows(langual)) {
+    const text = texts.get(code ?? "")
+    if (ndb === undefined || text === undefined) continue
+    const list = byFood.get(ndb) ?? []
+    list.push(text)
+    byFood.set(ndb, list)
+  }
+  return new Map([...byFood].map(([ndb, list]) => [ndb, list.join("; ")]))
+}
+
+/** Reads FOOD_DES, FD_GROUP, NUT_DATA (208/203/204/205), WEIGHT and LanguaL into records keyed by NDB number. */
 export const readSr28 = async (dataset: Dataset, progress: Progress): Promise<ReadonlyArray<FoodRecord>> => {
   const groups = new Map<string, string>()
   const groupStream = await dataset.open("FD_GROUP.txt")
@@ -163,6 +191,8 @@ export const readSr28 = async (dataset: Dataset, progress: Progress): Promise<Re
     if (fields[0]) foods.set(fields[0], { fields, nutrients: {}, portions: [] })
   }
   progress(`${dataset.label}: FOOD_DES.txt ${count(foods.size)} foods`)
+  const descriptors = await readDescriptors(dataset)
+  if (descriptors.size > 0) progress(`${dataset.label}: LANGUAL.txt ${count(descriptors.size)} foods described`)
   let nutrientLines = 0
   const seen = () => {
     nutrientLines++
@@ -204,6 +234,7 @@ export const readSr28 = async (dataset: Dataset, progress: Progress): Promise<Re
       description: fields[2] ?? "",
       foodGroup: groups.get(fields[1] ?? "") ?? null,
       commonNames: blankToNull(fields[4]),
+      descriptors: descriptors.get(ndb) ?? null,
       manufacturer: blankToNull(fields[5]),
       surveyed: fields[6] === "Y",
       per100g,
@@ -322,6 +353,7 @@ export const readFdc = async (dataset: Dataset, progress: Progress): Promise<Rea
       description: food.description,
       foodGroup: food.category,
       commonNames: null,
+      descriptors: null,
       manufacturer: null,
       surveyed: food.dataType !== "sr_legacy_food",
       per100g,

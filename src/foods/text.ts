@@ -1,4 +1,5 @@
-/** Food vocabulary for matching: normalisation, stemming, preparation-state words and common names in USDA wording. */
+/** Food vocabulary for matching: normalisation, preparation-state words and common names in USDA wording; stemming is Porter's. */
+import { stemmer as porter } from "stemmer"
 
 /** USDA phrases whose words mean something else alone ("dry heat" is cooked, not dry). Applied to both sides. */
 const SHARED_PHRASES: ReadonlyArray<readonly [RegExp, string]> = [
@@ -8,10 +9,13 @@ const SHARED_PHRASES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bsoft[ -]boiled\b/g, " softboiled "],
   [/\bpan[ -]fried\b/g, " panfried "],
   [/\bpan[ -]browned\b/g, " panfried "],
+  [/\bpan[ -]seared\b/g, " panfried "],
   [/\bstir[ -]fried\b/g, " panfried "],
   [/\bdeep[ -]fried\b/g, " fried "],
   [/\boven[ -]heated\b/g, " heated "],
   [/\bas purchased\b/g, " unprepared "],
+  [/\bair[ -]fried\b/g, " baked "],
+  [/\boven[ -](?=roasted|baked)/g, " "],
   [/\bready[ -]to[ -](?:eat|serve|drink)\b/g, " "],
   [/\bnot further specified\b|\bnfs\b|\bns as to [a-z ]+/g, " "],
   [/\bwhole[ -]wheat\b/g, " wholewheat "],
@@ -37,7 +41,7 @@ const COMMON_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\b(?:baked|jacket) potato(?:es)?\b/g, " baked flesh skin potatoes "],
   [/\bpotato chips?\b|\bcrisps\b/g, " snacks potato chips "],
   [/\bspaghetti squash\b/g, " squash spaghetti "],
-  [/\b(spaghetti|linguine|penne|fettuccine|rigatoni|fusilli|farfalle|tagliatelle|macaroni|rotini)\b/g, " $1|pasta "],
+  [/\b(spaghetti|linguine|penne|fettuccine|rigatoni|fusilli|farfalle|tagliatelle|macaroni|rotini|orzo)\b/g, " $1|pasta "],
   [/\bbolognese\b|\bmeat sauce\b|\bragu\b/g, " with meat sauce "],
   [/\bmarinara\b|\bpasta sauce\b|\btomato sauce\b/g, " pasta sauce marinara "],
   [/\bground beef\b|\bminced beef\b|\bbeef mince\b|\bhamburger meat\b/g, " beef ground "],
@@ -45,11 +49,10 @@ const COMMON_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\b(sirloin|ribeye|rib eye|t-bone|strip|flank|round) steak\b/g, " beef $1 steak "],
   [/(?<!turkey )\bbacon\b/g, " pork cured bacon "],
   [/\bprawns?\b/g, " shrimp "],
-  [/\b(salmon|tuna|cod|tilapia|halibut|trout|mackerel|sardines?|haddock|pollock|catfish|swordfish|flounder|sole|herring|anchov(?:y|ies)|sea bass|snapper|mahi mahi)\b/g, " fish $1 "],
-  [/\b(shrimp|crab|lobster|crayfish)\b/g, " crustaceans $1 "],
-  [/\b(scallops?|mussels?|clams?|oysters?|squid|calamari|octopus)\b(?! chowder)/g, " mollusks $1 "],
+  [/\bcalamari\b/g, " squid "],
+  [/\bgarlic cloves?\b/g, " garlic "],
+  [/\b(scallops?|mussels?|clams?|oysters?|squid|octopus)\b(?! chowder)/g, " mollusks $1 "],
   [/\byoghurt\b/g, " yogurt "],
-  [/\bgreek yogurt\b/g, " yogurt greek plain "],
   [/\b(?:oatmeal|porridge|rolled oats)\b/g, " cereals oats "],
   [/\baubergines?\b/g, " eggplant "],
   [/\b(?:courgettes?|zucchinis?)\b/g, " squash summer zucchini "],
@@ -57,22 +60,15 @@ const COMMON_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\b(red|green|yellow|orange)? ?bell peppers?\b/g, " peppers sweet $1 "],
   [/\bcapsicum\b/g, " peppers sweet "],
   [/\b(?:chill?i|jalapeno) peppers?\b/g, " peppers hot chili "],
-  [/\bketchup\b/g, " catsup "],
   [/\bmayo\b/g, " mayonnaise "],
   [/\b(?:soda|cola|soft drink|coke)\b/g, " carbonated beverage cola "],
   [/\b(?:black )?coffee\b/g, " brewed coffee "],
   [/\b(?:black |green )?tea\b/g, " brewed tea "],
-  [/\bbeer\b/g, " alcoholic beverage beer "],
-  [/\b(red|white) wine\b/g, " alcoholic beverage table $1 wine "],
   [/\bgarbanzos?(?: beans)?\b/g, " chickpeas "],
-  [/\b(mozzarella|cheddar|parmesan|feta|swiss|brie|gouda|ricotta|provolone|monterey|camembert|gruyere|goat) cheese\b/g, " cheese $1 "],
-  [/\b(mozzarella|cheddar|parmesan|feta|brie|gouda|ricotta|provolone|camembert|gruyere)\b/g, " cheese $1 "],
-  [/\b(almonds?|walnuts?|cashews?|pecans?|pistachios?|hazelnuts?|macadamias?)\b/g, " nuts $1 "],
   [/\bmixed (?:salad )?greens\b|\bsalad greens\b|\bspring mix\b/g, " lettuce green leaf "],
   [/\bromaine\b/g, " lettuce cos romaine "],
   [/\bskim milk\b/g, " milk nonfat "],
   [/\b(?:jam|jelly|preserves)\b/g, " jams preserves "],
-  [/\bmaple syrup\b/g, " syrups maple "],
   [/(?<!french )\btoast\b/g, " toasted bread "],
   [/\bbread roll\b|\bdinner roll\b/g, " rolls dinner "],
   [/\bheavy cream\b|\bwhipping cream\b/g, " cream heavy whipping "],
@@ -80,37 +76,26 @@ const COMMON_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bcorn on the cob\b|\bsweet ?corn\b/g, " corn sweet yellow "],
   [/\b(?:oil and vinegar|vinegar and oil)(?: dressing)?\b/g, " salad dressing home recipe vinegar|oil "],
   [/\b(?:balsamic |red wine |herb |italian )?vinaigrette\b|\bitalian dressing\b/g, " salad dressing italian "],
-  [/\bsalad dressing\b|\bdressing\b/g, " salad dressing "],
   [/\bpb\b/g, " peanutbutter "],
   [/\b(?:salsa|pico de gallo)\b/g, " salsa sauce "],
   [/(?<!(?:salmon|tuna|fish|beef|halibut|swordfish|cauliflower|ham|turkey|pork) )\bsteak\b(?! fr)/g, " beef steak "],
   [/\bcilantro\b/g, " coriander cilantro leaves "],
-  [/\b(?:jasmine|basmati|long grain|steamed white) rice\b/g, " white long grain rice "],
+  [/\b(?:jasmine|basmati)(?: rice)?\b|\b(?:long grain|steamed white) rice\b/g, " white long grain rice "],
+  [/\bsushi rice\b/g, " white short grain rice "],
+  [/\bblack olives?\b/g, " ripe olives "],
   [/\b(?:cherry|grape|roma|plum) tomato(?:es)?\b/g, " red ripe tomatoes "],
-  [/\b(cantaloupe|honeydew)(?: melon)?\b/g, " melons $1 "],
   [/\bkiwi(?:fruit)?s?\b/g, " kiwifruit "],
   [/\bcollard greens\b/g, " collards "],
   [/\bbok choy\b|\bpak choi\b/g, " cabbage chinese pak choi "],
-  [/\bkimchi\b/g, " cabbage kimchi "],
   [/\bcool whip\b|\bwhipped topping\b/g, " dessert topping semi solid "],
-  [/\bwhipped cream\b/g, " cream topping whipped "],
-  [/\b(corn ?bread)\b/g, " bread cornbread "],
-  [/\bnaan\b/g, " bread naan "],
-  [/\bpita(?: bread)?\b/g, " bread pita "],
   [/\bnutella\b|\bhazelnut spread\b/g, " chocolate hazelnut spread "],
   [/\boreos?(?: cookies?)?\b/g, " chocolate sandwich creme cookies "],
   [/\bpop ?tarts?\b/g, " fruit toaster pastries "],
   [/\bjell-?o\b/g, " gelatin desserts "],
   [/\bsriracha(?: sauce)?\b/g, " hot chile sriracha sauce "],
-  [/\b(pesto|teriyaki|hoisin)(?: sauce)?\b/g, " sauce $1 "],
   [/\b(barbecue|bbq|oyster|fish) sauce\b/g, " sauce $1 "],
   [/\btahini\b/g, " seeds sesame butter tahini "],
-  [/\bhot sauce\b/g, " sauce pepper hot "],
-  [/\b(?:yellow )?mustard\b(?! greens)/g, " prepared yellow mustard "],
-  [/\bcheerios\b/g, " cereals cheerios "],
-  [/\bpupusas?\b/g, " pupusas "],
   [/\bgeneral tsos?\b/g, " general tso "],
-  [/\bhush ?puppies\b/g, " hush puppies "],
   [/\bgrilled chicken\b(?! (?:thigh|wing|drumstick|leg|breast))/g, " grilled chicken breast "],
   [/\begg rolls?\b/g, " chinese egg rolls "],
   [/\b(?:vegetable|cooking|salad|frying) oil\b|^\s*oil\s*$/g, " oil canola "],
@@ -135,7 +120,6 @@ const COMMON_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
   [/(?<!(?:hot|chili|chile|jalapeno|black|banana|cayenne|sweet|bell|red|green|yellow|orange|sweet) )\bpeppers\b/g, " peppers sweet red|green "],
   [/^\s*(?:(?:garden|green|side|house|tossed|mixed green) )?salad\s*$/g, " lettuce green leaf "],
   [/^\s*(?:white )?fish(?: fillets?)?\s*$/g, " fish atlantic cod "],
-  [/\bbaked beans\b/g, " beans baked canned vegetarian "],
   [/\bpork chops?\b/g, " pork loin chops "],
   [/(?<!(?:turkey|chicken|pork|cured|prosciutto|parma|serrano) )\bham\b(?! and)/g, " pork cured ham "]
 ]
@@ -265,6 +249,10 @@ const STATE_WORDS = new Map<string, StateWord>([
   ["panfried", "panfried"],
   ["sauteed", "panfried"],
   ["seared", "panfried"],
+  ["caramelized", "panfried"],
+  ["caramelised", "panfried"],
+  ["charred", "grilled"],
+  ["blackened", "grilled"],
   ["braised", "braised"],
   ["stewed", "stewed"],
   ["simmered", "simmered"],
@@ -291,36 +279,11 @@ const STATE_WORDS = new Map<string, StateWord>([
 
 export const stateOf = (token: string): StateWord | undefined => STATE_WORDS.get(token)
 
-const IRREGULAR = new Map([
-  ["leaves", "leaf"],
-  ["loaves", "loaf"],
-  ["halves", "half"],
-  ["knives", "knife"],
-  ["fries", "fry"],
-  ["cookies", "cookie"],
-  ["brownies", "brownie"],
-  ["pies", "pie"],
-  ["asparagus", "asparagus"],
-  ["hummus", "hummus"],
-  ["couscous", "couscous"],
-  ["citrus", "citrus"],
-  ["molasses", "molasses"],
-  ["grits", "grits"],
-  ["oats", "oat"],
-  ["swiss", "swiss"],
-  ["quinoa", "quinoa"]
-])
-
-/** A light English stemmer: plural forms only, which is where descriptions and queries differ most. */
-export const stem = (word: string): string => {
-  const irregular = IRREGULAR.get(word)
-  if (irregular !== undefined) return irregular
-  if (word.length <= 3) return word
-  if (word.endsWith("ies")) return `${word.slice(0, -3)}y`
-  if (word.endsWith("oes") || /(?:ch|sh|x|ss)es$/.test(word)) return word.slice(0, -2)
-  if (word.endsWith("s") && !/(?:ss|us|is)$/.test(word)) return word.slice(0, -1)
-  return word
-}
+/**
+ * Porter's English stemmer, so that "tomatoes", "tomato" and "mashed", "mash" meet. Preparation words are kept whole:
+ * they are read as states, not as names ("fried" and "fries" are not one word here).
+ */
+export const stem = (word: string): string => (STATE_WORDS.has(word) ? word : porter(word))
 
 const baseNormalise = (text: string) =>
   text
@@ -356,6 +319,17 @@ export const queryTerms = (query: string): ReadonlyArray<QueryTerm> =>
     .split(/[^a-z0-9%|]+/)
     .map((group) => group.split("|").filter((w) => w.length > 0 && !NOISE.has(w)).map(stem))
     .filter((alternatives) => alternatives.length > 0)
+
+/** Words that may stand before a generic name without making it specific ("mixed" does: "mixed nuts" is a record). */
+const GENERIC_NOISE = new Set([...NOISE].filter((w) => w !== "mixed" && w !== "assorted"))
+
+/** A query's own words (no common-name mapping), stemmed and sorted, without noise or preparation words: "roasted mixed nuts" → "mix nut". */
+export const plainKey = (query: string): string =>
+  words(applyPhrases(baseNormalise(query), SHARED_PHRASES))
+    .filter((w) => !GENERIC_NOISE.has(w) && stateOf(w) === undefined)
+    .map(stem)
+    .sort()
+    .join(" ")
 
 /** Brand names in a USDA description, as query words: SR28 writes brands in capitals ("KRAFT", "McDONALD'S"), and in a branded record the other capitalised words name the product ("Gatorade"). */
 export const brandWords = (description: string): ReadonlyArray<string> => {

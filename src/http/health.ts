@@ -1,6 +1,6 @@
-/** GET /health: liveness with the service version, payment network and modes (test, sandbox). */
+/** GET /health: liveness with the service version, payment network, which payment ways are on, modes and the operator. */
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { AppConfig } from "../config.ts"
 import { Processor } from "../credits/Processor.ts"
 import { SandboxMode } from "../sandbox/mode.ts"
@@ -26,7 +26,13 @@ export const HealthHttpLive = HttpApiBuilder.group(MorselApi, "health", (handler
       x402_enabled: x402.enabled,
       card_credits_enabled: cards.enabled,
       test_mode: settings.testMode,
-      sandbox
+      sandbox,
+      operator: {
+        name: Option.getOrNull(settings.operator.name),
+        support_contact: Option.getOrNull(settings.operator.supportContact),
+        terms_url: Option.getOrNull(settings.operator.termsUrl),
+        privacy_url: Option.getOrNull(settings.operator.privacyUrl)
+      }
     } as const
     return handlers.handle("health", () => Effect.succeed(body))
   })

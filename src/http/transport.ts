@@ -1,17 +1,20 @@
 /** Transport rules of every request: trusted browser origins and CORS, JSON-only bodies, body size and depth, error bodies. */
 import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { SqlError } from "@effect/sql"
 import { Cause, Effect, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
-import { capMessage, Forbidden, InvalidRequest, PayloadTooLarge, schemaRejection, UnsupportedMediaType } from "../domain/errors.ts"
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH, tooDeep } from "../domain/bodies.ts"
+import {
+  capMessage,
+  Forbidden,
+  InvalidRequest,
+  PayloadTooLarge,
+  schemaRejection,
+  ServiceUnavailable,
+  UnsupportedMediaType
+} from "../domain/errors.ts"
 
-/** The largest valid request is a 2,666,668-character image plus a few short fields. */
-export const MAX_BODY_BYTES = 2_700_000
-
-/**
- * The deepest nesting of arrays and objects a body may have. Valid bodies are two levels deep; much deeper
- * ones exist only to exhaust the stack of whatever walks them (decoding, error formatting).
- */
-export const MAX_JSON_DEPTH = 32
+export { MAX_BODY_BYTES, MAX_JSON_DEPTH, tooDeep, valueNestsDeeperThan } from "../domain/bodies.ts"
 
 export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
@@ -21,6 +24,8 @@ const ALLOWED_HEADERS = [
   "PAYMENT-SIGNATURE",
   "Mcp-Session-Id",
   "Mcp-Protocol-Version",
+  "Mcp-Method",
+  "Mcp-Name",
   "Last-Event-ID",
   "Sandbox-Scenario"
 ]
@@ -43,6 +48,9 @@ export const isJson = (contentType: string | undefined) =>
 
 /** Paths whose bodies are read by a transport of their own (the MCP SDK streams them). */
 const streamsOwnBody = (url: string) => url === "/mcp" || url.startsWith("/mcp?")
+
+/** The sandbox's own pages post browser forms to the service. */
+const isSandboxPage = (url: string) => url.startsWith("/sandbox/")
 
 const bodyTooLarge = new PayloadTooLarge({
   error: { code: "request_too_large", message: `request body exceeds ${MAX_BODY_BYTES} bytes` }
@@ -80,28 +88,14 @@ const closingQuote = (text: string, open: number): number => {
   }
 }
 
-/** The same question for a value already parsed (tool arguments), walked without recursion. */
-export const valueNestsDeeperThan = (value: unknown, max: number): boolean => {
-  const pending: Array<readonly [unknown, number]> = [[value, 0]]
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    const [current, depth] = next
-    if (typeof current !== "object" || current === null) continue
-    if (depth + 1 > max) return true
-    for (const child of Object.values(current)) pending.push([child, depth + 1])
-  }
-  return false
-}
-
-/** The 400 for a body or arguments nested beyond MAX_JSON_DEPTH. */
-export const tooDeep = (what: string) =>
-  new InvalidRequest({ error: { code: "invalid_request", message: `${what} nested more than ${MAX_JSON_DEPTH} levels deep` } })
-
 /** Rejects a bad body before any route reads it; the text read here is cached for the route. */
 const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
-    // A POST without a body (the sandbox checkout's Pay button, `fetch(url, { method: "POST" })`) has nothing to check.
     const declared = Number(request.headers["content-length"] ?? "0")
-    if (declared === 0 && request.headers["transfer-encoding"] === undefined) return Option.none()
+    const empty = declared === 0 && request.headers["transfer-encoding"] === undefined
+    // A POST without a body and without a type (`fetch(url, { method: "POST" })`) has nothing to check; nor has the
+    // sandbox checkout's Pay button, a browser form. Any other declared type is refused, body or not.
+    if (empty && (request.headers["content-type"] === undefined || isSandboxPage(request.url))) return Option.none()
     if (!isJson(request.headers["content-type"])) {
       return Option.some(
         errorResponse(
@@ -111,6 +105,7 @@ const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
         )
       )
     }
+    if (empty) return Option.none()
     if (declared > MAX_BODY_BYTES) return Option.some(errorResponse(bodyTooLarge))
     if (streamsOwnBody(request.url)) return Option.none()
     const read = yield* request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)), Effect.either)
@@ -155,10 +150,19 @@ const internalError = HttpServerResponse.unsafeJson(
   { status: 500 }
 )
 
+/** The database went away under a request (a rollback on a cut connection dies): a passing outage, not a crash. */
+const storageGone = new ServiceUnavailable({ error: { code: "storage_unavailable", message: "Storage is unavailable; retry the same request." } })
+const storageUnavailable = HttpServerResponse.unsafeJson(
+  { _tag: storageGone._tag, error: storageGone.error },
+  { status: 503, headers: { "retry-after": String(storageGone.retryAfterSeconds ?? 5) } }
+)
+
 /** A failure that would become an empty 500 becomes a logged JSON 500; every other failure keeps its own answer. */
 const lastResort = (cause: Cause.Cause<unknown>) =>
   Cause.isInterruptedOnly(cause)
     ? Effect.failCause(cause)
+    : Cause.squash(cause) instanceof SqlError.SqlError
+    ? Effect.as(Effect.logError("storage failure", cause), storageUnavailable)
     : Effect.flatMap(HttpServerError.causeResponse(cause), ([response]) =>
         response.status === 500 && response.body._tag === "Empty"
           ? Effect.as(Effect.logError("request failed unexpectedly", cause), internalError)

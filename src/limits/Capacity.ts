@@ -1,5 +1,5 @@
 /** Capacity limit of the credit endpoints (429 capacity_limited): per-key and service-wide requests per minute, counted in PostgreSQL. */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type SqlError } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { rowsOf } from "../db/rows.ts"
@@ -12,21 +12,31 @@ const counted = rowsOf(Schema.Struct({ requests: Schema.Number }))
 export interface CapacitySettings {
   readonly perKeyPerMinute: number
   readonly globalPerMinute: number
+  /** Requests with keys the service does not know, per client address (they never count against the two above). */
+  readonly unknownKeysPerAddressPerMinute: number
 }
+
+/**
+ * A person mistyping a key, or a new buyer's first checkout, needs a handful a minute; a guessing loop is stopped
+ * after this many without touching the capacity that known keys share.
+ */
+export const UNKNOWN_KEYS_PER_ADDRESS_PER_MINUTE = 30
 
 export class CreditCapacity extends Context.Tag("morsel/CreditCapacity")<
   CreditCapacity,
   {
     /**
-     * Count one credit-endpoint request of `subject` (a digest of the key, never the key) against its minute
+     * Count one credit-endpoint request of a known key (`subject`: its keyed fingerprint) against its minute
      * and the service's; refused requests of a key do not count toward the service-wide minute.
      */
     readonly admit: (subject: string) => Effect.Effect<void, TooManyRequests>
+    /** Count one request with an unknown key against its client address's minute (`subject`: a keyed digest of the address). */
+    readonly admitUnknownKey: (subject: string) => Effect.Effect<void, TooManyRequests>
   }
 >() {}
 
 /** No capacity limit: for tests of other features. */
-export const CreditCapacityUnlimited = Layer.succeed(CreditCapacity, { admit: () => Effect.void })
+export const CreditCapacityUnlimited = Layer.succeed(CreditCapacity, { admit: () => Effect.void, admitUnknownKey: () => Effect.void })
 
 /**
  * Fixed one-minute windows (a burst may reach twice the rate across a minute boundary; fine for a guard).
@@ -50,10 +60,14 @@ export const CreditCapacityWith = (settings: CapacitySettings): Layer.Layer<Cred
           (rows) => rows[0]?.requests
         )
 
+      const refuse = (message: string) => new TooManyRequests({ error: { code: "capacity_limited", message } })
+      const letThrough = (effect: Effect.Effect<void, TooManyRequests | SqlError.SqlError>) =>
+        Effect.catchTag(effect, "SqlError", (error) => Effect.logWarning("capacity counters unavailable; request let through", error))
+      const currentWindow = Effect.map(Clock.currentTimeMillis, (nowMs) => new Date(fixedWindowStart(MINUTE_MS, nowMs)))
+
       const admit = (subject: string) =>
         Effect.gen(function* () {
-          const window = new Date(fixedWindowStart(MINUTE_MS, yield* Clock.currentTimeMillis))
-          const refuse = (message: string) => new TooManyRequests({ error: { code: "capacity_limited", message } })
+          const window = yield* currentWindow
           const perKey = yield* count(`key:${subject}`, window, settings.perKeyPerMinute)
           if (perKey === undefined) {
             return yield* Effect.fail(refuse(`This key made ${settings.perKeyPerMinute} credit requests this minute; respect Retry-After.`))
@@ -64,17 +78,32 @@ export const CreditCapacityWith = (settings: CapacitySettings): Layer.Layer<Cred
           }
           // The first request of a new minute sweeps the finished windows.
           if (global === 1) yield* sql`DELETE FROM capacity_counters WHERE window_start < ${window}`
-        }).pipe(
-          Effect.catchTag("SqlError", (error) => Effect.logWarning("capacity counters unavailable; request let through", error))
-        )
+        }).pipe(letThrough)
 
-      return CreditCapacity.of({ admit })
+      const admitUnknownKey = (subject: string) =>
+        Effect.gen(function* () {
+          const window = yield* currentWindow
+          const limit = settings.unknownKeysPerAddressPerMinute
+          const fits = yield* count(`address:${subject}`, window, limit)
+          if (fits === undefined) {
+            return yield* Effect.fail(
+              refuse(`This address sent ${limit} requests with unknown keys this minute; check the key, then respect Retry-After.`)
+            )
+          }
+          if (fits === 1) yield* sql`DELETE FROM capacity_counters WHERE window_start < ${window}`
+        }).pipe(letThrough)
+
+      return CreditCapacity.of({ admit, admitUnknownKey })
     })
   )
 
 /** From LIMIT_CREDITS_PER_KEY_PER_MINUTE and LIMIT_CREDITS_GLOBAL_PER_MINUTE (defaults 60 and 600). */
 export const CreditCapacityLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ limits }) =>
-    CreditCapacityWith({ perKeyPerMinute: limits.creditsPerKeyPerMinute, globalPerMinute: limits.creditsGlobalPerMinute })
+    CreditCapacityWith({
+      perKeyPerMinute: limits.creditsPerKeyPerMinute,
+      globalPerMinute: limits.creditsGlobalPerMinute,
+      unknownKeysPerAddressPerMinute: UNKNOWN_KEYS_PER_ADDRESS_PER_MINUTE
+    })
   )
 )

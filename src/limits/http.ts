@@ -1,10 +1,7 @@
-/** How refusals reach HTTP: the Retry-After header of every 429 and 503, and the credit endpoints' capacity limit. */
-import { createHash } from "node:crypto"
+/** How refusals reach HTTP: the Retry-After header of every 429 and 503. */
 import { HttpApp, HttpServerResponse } from "@effect/platform"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import type { ServiceUnavailable, TooManyRequests } from "../domain/errors.ts"
-import { CreditKey } from "../http/Api.ts"
-import { CreditCapacity } from "./Capacity.ts"
 
 const isRetryable = (error: unknown): error is TooManyRequests | ServiceUnavailable =>
   typeof error === "object" &&
@@ -26,22 +23,4 @@ export const withRetryAfter = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
             response.headers["retry-after"] === undefined ? HttpServerResponse.setHeader(response, "retry-after", String(seconds)) : response
           )
         )
-  })
-
-/** The counters' subject for a key: a SHA-256 digest, so no key reaches the database. */
-export const capacitySubject = (key: Redacted.Redacted<string>): string =>
-  createHash("sha256").update(Redacted.value(key), "utf8").digest("hex")
-
-/**
- * Runs `handler` only if the key and the service have capacity left this minute; otherwise 429
- * `capacity_limited`. For balance, checkout and confirm, the three endpoints whose 429 is the capacity limit.
- */
-export const withCreditCapacity = <A, E, R>(
-  handler: Effect.Effect<A, E, R>
-): Effect.Effect<A, E | TooManyRequests, R | CreditKey | CreditCapacity> =>
-  Effect.gen(function* () {
-    const capacity = yield* CreditCapacity
-    const key = yield* CreditKey
-    yield* capacity.admit(capacitySubject(key))
-    return yield* handler
   })

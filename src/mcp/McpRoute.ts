@@ -1,43 +1,63 @@
-/** The tool interface at /mcp: a stateless MCP server over Streamable HTTP per request, calling the same analysis as REST. */
-import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Server } from "@modelcontextprotocol/sdk/server/index.js"
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
+/** The tool interface at /mcp: MCP 2026-07-28 (stateless, `server/discover`) and 2025-era clients, calling the same analysis as REST. */
+import { Headers, HttpLayerRouter, HttpServerRequest, HttpServerResponse, HttpTraceContext } from "@effect/platform"
 import {
-  CallToolRequestSchema,
   type CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError
-} from "@modelcontextprotocol/sdk/types.js"
+  createMcpHandler,
+  isLegacyRequest,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  TRACEPARENT_META_KEY,
+  TRACESTATE_META_KEY,
+  WebStandardStreamableHTTPServerTransport
+} from "@modelcontextprotocol/server"
 import { Cause, Effect, Either, Exit, Option, Runtime } from "effect"
 import { type AnalyzeError, AnalyzeRequests } from "../analysis/AnalyzeRequests.ts"
 import { credentialOf } from "../analysis/Funding.ts"
 import { AppConfig, type Settings } from "../config.ts"
-import { SERVICE_VERSION } from "../http/health.ts"
-import { MAX_BODY_BYTES } from "../http/transport.ts"
-import { decodeInput, errorResult, paymentOf, successResult, TOOL_NAME, toolChallenge, toolDefinition } from "./tool.ts"
+import { Processor } from "../credits/Processor.ts"
+import { MAX_BODY_BYTES } from "../domain/bodies.ts"
+import { SERVICE_VERSION } from "../version.ts"
+import { APP_MIME_TYPE, APP_URI, appHtml } from "./app.ts"
+import { decodeInput, errorResult, ICON_SVG, ICONS, paymentOf, successResult, TOOL_NAME, toolChallenge, toolDefinition } from "./tool.ts"
 
 export const MCP_PATH = "/mcp"
 
+/** The icon as a file, for listings that take only an https address (the MCP registry's server.json). */
+export const ICON_PATH = "/icon.svg"
+
 /** What an agent needs before its first call: the price, the two ways to pay, what is free and how to retry. */
-const instructions = (settings: Settings) =>
+const instructions = (settings: Settings, cardCredits: boolean) =>
   [
     `morsel estimates the calories, protein, carbohydrate and fat of one food photo with the ${TOOL_NAME} tool. Listing tools is free.`,
     "Each successful call costs one prepaid credit or 0.01 USDC; failed calls (invalid input, no food, analysis failure or timeout, a limit) cost nothing.",
-    Option.isSome(settings.stripe)
-      ? `Credits: 500 for USD 5.00, bought by card at ${settings.publicBaseUrl}/v1/credits/checkout; send the key as the connection's Authorization: Bearer header.`
-      : "Credits: send a prepaid credit key as the connection's Authorization: Bearer header.",
+    !cardCredits
+      ? "Prepaid card credits are not sold on this server."
+      : Option.isSome(settings.stripe)
+        ? `Credits: 500 for USD 5.00, bought by card at ${settings.publicBaseUrl}/v1/credits/checkout; send the key as the connection's Authorization: Bearer header.`
+        : "Credits: send a prepaid credit key as the connection's Authorization: Bearer header.",
     Option.isSome(settings.x402.payTo)
       ? 'Per call with x402 (version 2, scheme exact, USDC on Base eip155:8453, amount 10000): a call without payment returns the price challenge (isError, structuredContent = PaymentRequired); sign it and repeat the call with the PaymentPayload object in params._meta["x402/payment"]. The receipt comes back in _meta["x402/payment-response"].'
       : "Per-call x402 payments are not enabled on this server.",
     "Reuse the same idempotency_key to retry or to recover a result for 24 hours; after payment_pending repeat the identical call after 60 seconds and never sign a new payment."
   ].join(" ")
 
+/** The trace a caller started, from the W3C trace context in the call's `_meta`. */
+const parentSpanOf = (meta: Readonly<Record<string, unknown>> | undefined) => {
+  const traceparent = meta?.[TRACEPARENT_META_KEY]
+  if (typeof traceparent !== "string") return Option.none()
+  const tracestate = meta?.[TRACESTATE_META_KEY]
+  return HttpTraceContext.fromHeaders(Headers.fromInput({ traceparent, ...(typeof tracestate === "string" ? { tracestate } : {}) }))
+}
+
 /** Stateless servers keep no stream open: GET (server-sent events) and DELETE (sessions) are not offered. */
 const methodNotAllowed = HttpServerResponse.unsafeJson(
   { jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this MCP server is stateless; use POST" }, id: null },
   { status: 405, headers: { allow: "POST" } }
 )
+
+/** The tool list and the server card may be cached for an hour by anyone: they name no caller. */
+const ONE_HOUR_PUBLIC = { ttlMs: 3_600_000, cacheScope: "public" } as const
 
 export const McpRoute = HttpLayerRouter.use((router) =>
   Effect.gen(function* () {
@@ -46,7 +66,10 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     const tool = toolDefinition(settings.publicBaseUrl)
     const forTool = toolChallenge(settings.publicBaseUrl + MCP_PATH)
     const failed = (failure: AnalyzeError) => errorResult(failure, forTool)
-    const serverInstructions = instructions(settings)
+    const cards = yield* Effect.serviceOption(Processor)
+    const serverInstructions = instructions(settings, Option.exists(cards, (processor) => processor.enabled))
+    const card = { uri: APP_URI, name: "analyze_food card", title: "Food photo card", mimeType: APP_MIME_TYPE }
+    const cardContents = [{ uri: APP_URI, mimeType: APP_MIME_TYPE, text: appHtml() }]
 
     /** One tool call through the shared pipeline; every typed failure becomes a tool error, never a protocol error. */
     const analyzeFood = (authorization: Option.Option<string>, args: unknown, meta: Readonly<Record<string, unknown>> | undefined) =>
@@ -57,44 +80,83 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         return yield* requests
           .analyze({ idempotencyKey: idempotency_key, credential: credentialOf(authorization, paymentOf(meta)), payload })
           .pipe(Effect.match({ onFailure: failed, onSuccess: successResult }))
-      })
+      }).pipe(
+        Effect.withSpan(`mcp tools/call ${TOOL_NAME}`),
+        (traced) => Option.match(parentSpanOf(meta), { onNone: () => traced, onSome: (parent) => Effect.withParentSpan(traced, parent) })
+      )
 
+    /** A fresh server per HTTP request (both eras are stateless), holding the request's Authorization header. */
     const serverFor = (runtime: Runtime.Runtime<never>, authorization: Option.Option<string>) => {
-      const server = new Server({ name: "morsel", version: SERVICE_VERSION }, { capabilities: { tools: {} }, instructions: serverInstructions })
-      server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [tool] }))
-      server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
-        if (request.params.name !== TOOL_NAME) throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${request.params.name}`)
+      const server = new Server(
+        { name: "morsel", title: "morsel food-photo nutrition", version: SERVICE_VERSION, icons: ICONS, websiteUrl: settings.publicBaseUrl },
+        {
+          capabilities: { tools: {}, prompts: {}, resources: {} },
+          instructions: serverInstructions,
+          cacheHints: {
+            "tools/list": ONE_HOUR_PUBLIC,
+            "server/discover": ONE_HOUR_PUBLIC,
+            "prompts/list": ONE_HOUR_PUBLIC,
+            "resources/list": ONE_HOUR_PUBLIC,
+            "resources/templates/list": ONE_HOUR_PUBLIC,
+            "resources/read": ONE_HOUR_PUBLIC
+          }
+        }
+      )
+      server.setRequestHandler("tools/list", () => ({ tools: [tool] }))
+      // No prompts and no resource templates (the lists answer empty); one resource, the App of analyze_food.
+      server.setRequestHandler("prompts/list", () => ({ prompts: [] }))
+      server.setRequestHandler("resources/templates/list", () => ({ resourceTemplates: [] }))
+      server.setRequestHandler("resources/list", () => ({ resources: [card] }))
+      server.setRequestHandler("resources/read", (request) => {
+        if (request.params.uri !== APP_URI) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown resource: ${request.params.uri}`)
+        return { contents: cardContents }
+      })
+      server.setRequestHandler("tools/call", async (request): Promise<CallToolResult> => {
+        if (request.params.name !== TOOL_NAME) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name}`)
         // Its own fiber, not the HTTP request's: a caller who hangs up does not cancel a paid analysis (as on REST).
         const exit = await Runtime.runPromiseExit(runtime)(analyzeFood(authorization, request.params.arguments, request.params._meta))
-        if (Exit.isSuccess(exit)) return exit.value
+        if (Exit.isSuccess(exit)) return server.projectCallToolResult(exit.value, tool.outputSchema)
         await Runtime.runPromise(runtime)(Effect.logError("analyze_food failed unexpectedly", Cause.pretty(exit.cause)))
-        throw new McpError(ErrorCode.InternalError, "internal error; retry the same call with the same idempotency_key")
+        throw new ProtocolError(ProtocolErrorCode.InternalError, "internal error; retry the same call with the same idempotency_key")
       })
       return server
     }
 
+    /** A 2025-era request (initialize, then each call on its own): answered as JSON, without a session. */
+    const legacy = (server: Server, web: Request) => {
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: true,
+        maxRequestBodySize: MAX_BODY_BYTES
+      })
+      return Effect.acquireUseRelease(
+        Effect.promise(() => server.connect(transport)),
+        () => Effect.promise(() => transport.handleRequest(web)),
+        () => Effect.promise(() => server.close())
+      )
+    }
+
     const handle = (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function* () {
+        // DNS rebinding is refused before this route: a browser's Origin must be trusted (TRUSTED_ORIGINS, the
+        // public address, or this very loopback address), which a rebound name is not.
         if (request.method !== "POST") return methodNotAllowed
+        const web = yield* HttpServerRequest.toWeb(request)
         const runtime = yield* Effect.runtime<never>()
-        const server = serverFor(runtime, Option.fromNullable(request.headers["authorization"]))
-        // JSON answers, no session: every POST stands alone, so any instance can serve it.
-        const transport = new WebStandardStreamableHTTPServerTransport({
-          sessionIdGenerator: undefined,
-          enableJsonResponse: true,
-          maxRequestBodySize: MAX_BODY_BYTES
-        })
-        return yield* Effect.acquireUseRelease(
-          Effect.promise(() => server.connect(transport)),
-          () =>
-            Effect.flatMap(
-              HttpServerRequest.toWeb(request),
-              (web) => Effect.promise(() => transport.handleRequest(web))
-            ).pipe(Effect.map(HttpServerResponse.fromWeb)),
-          () => Effect.promise(() => server.close())
-        )
+        const server = () => serverFor(runtime, Option.fromNullable(request.headers["authorization"]))
+        const isLegacy = yield* Effect.promise(() => isLegacyRequest(web, undefined, { maxRequestBodySize: MAX_BODY_BYTES }))
+        if (isLegacy) return HttpServerResponse.fromWeb(yield* legacy(server(), web))
+        // 2026-07-28: every request carries its protocol version and client in `_meta`. The tool sends nothing before
+        // its result, so answers are plain JSON, never a stream.
+        const modern = createMcpHandler(server, { legacy: "reject", maxRequestBodySize: MAX_BODY_BYTES, keepAliveMs: 0 })
+        return HttpServerResponse.fromWeb(yield* Effect.promise(() => modern.fetch(web)))
       })
 
     yield* router.add("*", MCP_PATH, handle)
+    yield* router.add(
+      "GET",
+      ICON_PATH,
+      Effect.succeed(HttpServerResponse.text(ICON_SVG, { contentType: "image/svg+xml", headers: { "cache-control": "public, max-age=86400" } }))
+    )
   })
 )

@@ -1,9 +1,12 @@
 /** The `analyze_food` tool: its schemas (derived from the REST wire schemas), its description and its results. */
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js"
+import { RESOURCE_URI_META_KEY } from "@modelcontextprotocol/ext-apps/server"
+import type { CallToolResult, Icon, Tool } from "@modelcontextprotocol/server"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar"
 import { Either, Option, ParseResult, Schema } from "effect"
 import type { AnalyzeError, Served } from "../analysis/AnalyzeRequests.ts"
+import { PaymentProof } from "../analysis/Funding.ts"
+import { MAX_JSON_DEPTH, tooDeep, valueNestsDeeperThan } from "../domain/bodies.ts"
 import { type InvalidRequest, schemaRejection } from "../domain/errors.ts"
 import {
   AnalysisResult,
@@ -15,10 +18,19 @@ import {
   X402PaymentRequired,
   X402SettleResponse
 } from "../domain/schemas.ts"
-import { MAX_JSON_DEPTH, tooDeep, valueNestsDeeperThan } from "../http/transport.ts"
-import { type DecodedPayment, decodePaymentPayload, discoveryOutput, resourceInfo, retarget } from "../x402/protocol.ts"
+import { discoveryOutput, resourceInfo, retarget } from "../x402/protocol.ts"
+import { APP_URI } from "./app.ts"
 
 export const TOOL_NAME = "analyze_food"
+
+/** A plate with a fork: inline in the protocol so hosts show it without fetching anything, and at /icon.svg for registries. */
+export const ICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><circle cx="32" cy="32" r="30" fill="#2f7d4a"/><circle cx="32" cy="32" r="19" fill="#fff"/><circle cx="32" cy="32" r="13" fill="#f2c14e"/><path d="M16 10v14m-4-14v10a4 4 0 0 0 8 0V10" stroke="#fff" stroke-width="2.5" fill="none" stroke-linecap="round"/></svg>'
+
+/** The server's and the tool's icon (MCP `icons`). */
+export const ICONS: Array<Icon> = [
+  { src: `data:image/svg+xml;base64,${Buffer.from(ICON_SVG).toString("base64")}`, mimeType: "image/svg+xml", sizes: ["any"] }
+]
 
 /** x402 v2 MCP transport: where a payment arrives and where its receipt goes. */
 export const PAYMENT_META_KEY = "x402/payment"
@@ -82,20 +94,25 @@ export const toolChallenge = (mcpUrl: string) => {
 export const toolDefinition = (publicBaseUrl: string): Tool => ({
   name: TOOL_NAME,
   title: "Analyze a food photo",
+  icons: ICONS,
   description: [
     "Estimate calories, protein, carbohydrate and fat from one JPEG or PNG photo of food (max 2 MB, 16–2048 px per side).",
+    "Use it when the user shares a photo of a meal, a dish or a snack and wants to know its calories or macronutrients; not for text descriptions of food, packaged-food labels or non-food images.",
+    "Cost: 0.01 USDC or one prepaid credit per successful analysis; listing tools and every failed call (invalid input, no food, analysis failure or timeout, a limit) are free.",
     "Returns the dish name, its food components with estimated edible grams, nutrition per component and for the whole meal.",
     "Every value is an estimate: model_confidence is the model's own uncalibrated rating; results are not medical or allergen advice.",
     "Pass known_total_grams only when all edible food in the photo was weighed.",
-    "Price per successful analysis: one prepaid credit (Authorization: Bearer <API key> configured on the connection),",
-    `or 0.01 USDC over x402 (PaymentPayload object in params._meta["${PAYMENT_META_KEY}"]; the receipt comes back in`,
-    `result._meta["${PAYMENT_RESPONSE_META_KEY}"]). Without either, the result is an error carrying the x402 PaymentRequired challenge (when this server accepts x402).`,
-    "Failed analyses cost nothing. Reuse the same idempotency_key to retry or to recover a result for 24 hours; use a new key for a new photo.",
+    "To pay with credits, the connection carries the API key (Authorization: Bearer <key>);",
+    `to pay per call over x402, put the PaymentPayload object in params._meta["${PAYMENT_META_KEY}"]; the receipt comes back in`,
+    `result._meta["${PAYMENT_RESPONSE_META_KEY}"]. Without either, the result is an error carrying the x402 PaymentRequired challenge (when this server accepts x402).`,
+    "Reuse the same idempotency_key to retry or to recover a result for 24 hours; use a new key for a new photo.",
     "Errors have isError true and structuredContent { error: { code, message, request_id? } } with the REST API's error codes.",
     `Feedback on a result is not a tool: POST ${publicBaseUrl}/v1/credits/feedback with the request_id (credit keys only).`
   ].join(" "),
   inputSchema: { ...inputSchema, type: "object" },
   outputSchema: { ...outputSchema, type: "object" },
+  // Hosts that show MCP Apps render the result with this resource (and offer its photo picker).
+  _meta: { ui: { resourceUri: APP_URI }, [RESOURCE_URI_META_KEY]: APP_URI },
   annotations: {
     title: "Analyze a food photo",
     readOnlyHint: false,
@@ -119,10 +136,10 @@ export const decodeInput = (args: unknown): Either.Either<ToolInput, InvalidRequ
   )
 }
 
-/** The x402 payment of a call: the PaymentPayload object in its metadata, decoded as REST decodes PAYMENT-SIGNATURE. */
-export const paymentOf = (meta: Readonly<Record<string, unknown>> | undefined): Option.Option<Either.Either<DecodedPayment, string>> =>
+/** The x402 payment of a call: the PaymentPayload object in its metadata, read by the x402 rail as REST's PAYMENT-SIGNATURE is. */
+export const paymentOf = (meta: Readonly<Record<string, unknown>> | undefined): Option.Option<PaymentProof> =>
   meta !== undefined && Object.hasOwn(meta, PAYMENT_META_KEY) && meta[PAYMENT_META_KEY] !== undefined
-    ? Option.some(decodePaymentPayload(meta[PAYMENT_META_KEY]))
+    ? Option.some(PaymentProof.Json({ value: meta[PAYMENT_META_KEY] }))
     : Option.none()
 
 const text = (value: unknown) => ({ type: "text" as const, text: JSON.stringify(value) })
@@ -148,18 +165,47 @@ export const successResult = (served: Served): CallToolResult => {
   }
 }
 
-/** An error as a tool result with the REST error code; a price challenge as the x402 MCP transport's PaymentRequired. */
+/** REST's words for where things go, in the tool's own: its argument, its `_meta`, the challenge in this very result. */
+const TOOL_WORDS: ReadonlyArray<readonly [string, string]> = [
+  ["(see PAYMENT-REQUIRED)", "(the PaymentRequired in this result)"],
+  ["PAYMENT-SIGNATURE", `_meta["${PAYMENT_META_KEY}"]`],
+  ["Idempotency-Key", "idempotency_key"],
+  ["Authorization (credits)", "a Bearer key on the connection (credits)"]
+]
+
+/** A message of the shared pipeline as a tool caller reads it: no HTTP header it never sees. */
+export const inToolWords = (message: string): string =>
+  TOOL_WORDS.reduce((words, [rest, tool]) => words.replaceAll(rest, tool), message)
+
+const errorInToolWords = <E extends { readonly message: string }>(error: E): E => ({ ...error, message: inToolWords(error.message) })
+
+/**
+ * An error as a tool result with the REST error code. A price challenge follows x402's MCP transport: the
+ * PaymentRequired as structuredContent and, wrapped in `x402/error`, as the first text; after a settlement that
+ * failed for good, its receipt beside it and nothing of the analysis.
+ */
 export const errorResult = (failure: AnalyzeError, forTool: (challenge: X402PaymentRequired) => X402PaymentRequired): CallToolResult => {
+  const error = errorInToolWords(failure.error)
   if (failure._tag === "PaymentRequired" && failure.payment_required !== undefined) {
-    // x402 clients read the challenge from structuredContent (or the first text); the morsel code follows as a second text.
-    const challenge = forTool(failure.payment_required)
-    return { isError: true, content: [text(challenge), text({ error: failure.error })], structuredContent: challenge }
+    const retargeted = forTool(failure.payment_required)
+    const failedReceipt = Option.fromNullable(failure.payment_response)
+    const challenge = {
+      ...retargeted,
+      ...(retargeted.error === undefined ? {} : { error: inToolWords(retargeted.error) }),
+      ...Option.match(failedReceipt, { onNone: () => ({}), onSome: (receipt) => ({ [PAYMENT_RESPONSE_META_KEY]: receipt }) })
+    }
+    return {
+      isError: true,
+      content: [text({ "x402/error": { code: 402, message: error.message, data: challenge } }), text({ error })],
+      structuredContent: challenge,
+      ...receiptMeta(failedReceipt)
+    }
   }
   const pending = failure._tag === "ServiceUnavailable" ? Option.fromNullable(failure.payment_response) : Option.none()
   const retryAfter =
     failure._tag === "TooManyRequests" || failure._tag === "ServiceUnavailable" ? Option.fromNullable(failure.retryAfterSeconds) : Option.none()
   const body = {
-    error: failure.error,
+    error,
     ...Option.match(pending, { onNone: () => ({}), onSome: (receipt) => ({ payment_response: receipt }) }),
     ...Option.match(retryAfter, { onNone: () => ({}), onSome: (seconds) => ({ retry_after_seconds: seconds }) })
   }

@@ -35,6 +35,13 @@ export const partsOf = (settings: Settings): ReadonlyArray<Part> => [
         detail: `0.01 USDC to ${settings.x402.payTo.value}, settled ${Option.isSome(settings.x402.facilitatorUrl) ? `by ${hostOf(settings.x402.facilitatorUrl.value)}` : "by this server's wallet"}`
       }
     : { name: "x402", on: false, detail: "set X402_PAY_TO with X402_SETTLER_PRIVATE_KEY or X402_FACILITATOR_URL" },
+  Option.isSome(settings.operator.supportContact)
+    ? {
+        name: "support contact",
+        on: true,
+        detail: `${Option.match(settings.operator.name, { onNone: () => "", onSome: (name) => `${name}, ` })}${settings.operator.supportContact.value}`
+      }
+    : { name: "support contact", on: false, detail: "set SUPPORT_CONTACT (and OPERATOR_NAME, TERMS_URL, PRIVACY_URL) so cardholders can reach you" },
   Option.isSome(settings.adminToken)
     ? { name: "admin", on: true, detail: "POST /admin/rpc with the ADMIN_TOKEN bearer" }
     : { name: "admin", on: false, detail: "set ADMIN_TOKEN" },

@@ -4,6 +4,7 @@
  * database with a shipped USDA subset). Needs no setting and charges nothing real.
  */
 import { Console, Effect, Layer, Option } from "effect"
+import { VisionModelLive } from "../analysis/VisionModelLive.ts"
 import { VisionModelScripted } from "../analysis/VisionModelScripted.ts"
 import { AppConfig, AppConfigFromEnv, type Settings } from "../config.ts"
 import { ProcessorMemory } from "../credits/ProcessorMemory.ts"
@@ -24,8 +25,9 @@ import { SANDBOX_HEADER, SandboxMiddleware, Scenario, withScenarioLimits, withSc
 /** The sandbox's seller: x402 payments go to this address on the memory chain. */
 export const SANDBOX_PAY_TO = "0x5a4db0c55a4db0c55a4db0c55a4db0c55a4db0c5"
 
-/** What the sandbox reads from the environment: where it listens, how it logs, deadlines and limits. */
-const KEPT = /^(HOST|PORT|PUBLIC_BASE_URL|TRUSTED_ORIGINS|ADMIN_TOKEN|LOG_LEVEL|LOG_FORMAT|METRICS|OTEL_EXPORTER_OTLP_ENDPOINT|ANALYSIS_TIMEOUT_MS|X402_CONFIRM_TIMEOUT_MS|LIMIT_[A-Z_]+)$/
+/** What the sandbox reads from the environment: where it listens, who runs it, how it logs, deadlines, limits and an own vision model. */
+const KEPT =
+  /^(HOST|PORT|PUBLIC_BASE_URL|TRUSTED_ORIGINS|TRUSTED_PROXIES|ADMIN_TOKEN|OPERATOR_NAME|SUPPORT_CONTACT|TERMS_URL|PRIVACY_URL|LOG_LEVEL|LOG_FORMAT|METRICS|OTEL_EXPORTER_OTLP_ENDPOINT|ANALYSIS_TIMEOUT_MS|X402_CONFIRM_TIMEOUT_MS|LIMIT_[A-Z_]+|OPENAI_API_KEY|OPENAI_BASE_URL|VISION_MODEL)$/
 
 const GENEROUS = "100000"
 
@@ -46,8 +48,10 @@ const DEFAULTS: Readonly<Record<string, string>> = {
 
 /** The sandbox's settings variables: the kept ones of `env` over the defaults; x402 pays the sandbox seller in Base USDC. */
 export const sandboxEnv = (env: Readonly<Record<string, string | undefined>>): Record<string, string> => {
-  const kept = Object.entries(env).filter((entry): entry is [string, string] => KEPT.test(entry[0]) && entry[1] !== undefined && entry[1] !== "")
-  return { ...DEFAULTS, ...Object.fromEntries(kept), MORSEL_DATA_DIR: "memory://", X402_PAY_TO: SANDBOX_PAY_TO }
+  const kept = Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => KEPT.test(entry[0]) && entry[1] !== undefined && entry[1] !== ""))
+  // A real model takes seconds: with one, the production deadline unless one is given.
+  const deadline: Record<string, string> = kept["OPENAI_API_KEY"] === undefined ? {} : { ANALYSIS_TIMEOUT_MS: "45000" }
+  return { ...DEFAULTS, ...deadline, ...kept, MORSEL_DATA_DIR: "memory://", X402_PAY_TO: SANDBOX_PAY_TO }
 }
 
 /** The sandbox's settings: in test mode (keys `morsel_test_…`, sessions `cs_test_…`). */
@@ -75,11 +79,14 @@ const sandboxFoods = (dataDir: Option.Option<string>) =>
     )
   )
 
-/** The sandbox's outside world, each part the in-memory substitute of a live one (the memory chain is shared by its users). */
-export const sandboxParts = (options: { readonly foodsFrom?: string } = {}) => {
+/**
+ * The sandbox's outside world, each part the in-memory substitute of a live one (the memory chain is shared by its
+ * users); with `ownModel`, the vision model of the settings (OPENAI_API_KEY, …) instead of the scripted one.
+ */
+export const sandboxParts = (options: { readonly foodsFrom?: string; readonly ownModel?: boolean } = {}) => {
   const chain = MemoryChainLive
   return {
-    vision: withScenarioVision(VisionModelScripted),
+    vision: withScenarioVision(options.ownModel === true ? VisionModelLive : VisionModelScripted),
     foods: sandboxFoods(Option.fromNullable(options.foodsFrom)),
     limits: withScenarioLimits(LimitsLive),
     funding: withScenarioPayments(FundingLive).pipe(Layer.provide(chain)),
@@ -91,18 +98,24 @@ export const sandboxParts = (options: { readonly foodsFrom?: string } = {}) => {
   }
 }
 
+const DEFAULT_URL = "http://127.0.0.1:8787"
+
 /** What the sandbox says at start: that it is the sandbox, and what it simulates. */
 export const banner = (settings: Settings, url: string, foodsFrom: Option.Option<string>) =>
   [
     `morsel SANDBOX on ${url}: every outside service is simulated and nothing is charged.`,
-    `  vision model  scripted: the same photo always gives the same meal ("model": "sandbox"), in en or lt`,
+    Option.match(settings.openai.apiKey, {
+      onNone: () => `  vision model  scripted: the same photo always gives the same meal ("model": "sandbox"), in en or lt`,
+      onSome: () =>
+        `  vision model  yours: ${settings.openai.model} at ${Option.getOrElse(settings.openai.baseUrl, () => "OpenAI")} (OPENAI_API_KEY is set); payments stay simulated`
+    }),
     `  foods         ${Option.match(foodsFrom, { onNone: () => "a shipped subset of everyday USDA SR28 foods", onSome: (dir) => `the foods imported in ${dir} (else the shipped USDA subset)` })}`,
     `  card credits  in-memory card processor: keys morsel_test_…, sessions cs_test_…, paid on ${url}/sandbox/checkout/{session_id}`,
     `  x402          in-memory Base USDC (eip155:8453): every wallet starts with 100 USDC; balance at ${url}/sandbox/wallets/{address}`,
     `  database      in memory: everything is gone when the sandbox stops`,
     `  scenarios     header Sandbox-Scenario: ${Scenario.literals.join(" | ")}`,
     `  timeouts      analysis ${settings.analysisTimeoutMs} ms, payment confirmation ${settings.x402.confirmTimeoutMs} ms`,
-    `Try it: npx morsel key new --test, then npx morsel credits buy --base-url ${url} --key <the key>`
+    `Try it: npx morsel analyze <photo> --wallet-key 0x$(openssl rand -hex 32)${url === DEFAULT_URL ? "" : ` --base-url ${url}`} (every wallet holds 100 sandbox USDC), or open ${url}/`
   ].join("\n")
 
 /** The sandbox server on HOST:PORT (settings from `env`, default the process environment), printing its banner once listening. */
@@ -111,7 +124,7 @@ export const SandboxLive = (env: Readonly<Record<string, string | undefined>> = 
   return Layer.unwrapEffect(
     Effect.map(AppConfig, (settings) =>
       serveWith({
-        ...sandboxParts(Option.isSome(foodsFrom) ? { foodsFrom: foodsFrom.value } : {}),
+        ...sandboxParts({ ...(Option.isSome(foodsFrom) ? { foodsFrom: foodsFrom.value } : {}), ownModel: Option.isSome(settings.openai.apiKey) }),
         http: nodeServer({ host: settings.host, port: settings.port, stamp: { [SANDBOX_HEADER]: "true" } })
       }).pipe(Layer.tap(() => (options.banner === false ? Effect.void : Console.log(banner(settings, settings.publicBaseUrl, foodsFrom)))))
     )

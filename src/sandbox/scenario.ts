@@ -6,6 +6,7 @@
 import { HttpApp, HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { Funding } from "../analysis/Funding.ts"
+import { readPayment } from "../x402/protocol.ts"
 import { NO_FOOD } from "../analysis/VisionModelScripted.ts"
 import { VisionFailure, VisionModel } from "../analysis/VisionModel.ts"
 import { InvalidRequest, TooManyRequests } from "../domain/errors.ts"
@@ -118,7 +119,7 @@ export const withScenarioPayments = <E, R>(funding: Layer.Layer<Funding, E, R>) 
           Effect.gen(function* () {
             if (!(yield* is("payment_pending"))) return yield* inner.identify(credential)
             if (credential._tag === "Bearer") return yield* creditsCannotPend
-            const payment = Either.getRight(credential.payment)
+            const payment = Either.getRight(readPayment(credential.payment))
             if (Option.isSome(payment)) yield* chain.holdFirstSettlement(payment.value.authorization.from, payment.value.authorization.nonce)
             return yield* inner.identify(credential)
           })

@@ -26,7 +26,7 @@ const asset = (file: string, contentType: string) => {
   return Effect.sync(() => HttpServerResponse.uint8Array(body, { contentType, headers: SECURITY_HEADERS }))
 }
 
-/** `/` and the checkout return pages (the page confirms the purchase), plus the page's script modules and style sheet. */
+/** `/` and the checkout return pages (the page confirms the purchase), plus the page's script modules, style sheet and icon. */
 export const WebRoute = Layer.unwrapEffect(
   Effect.sync(() => {
     const page = asset("index.html", "text/html; charset=utf-8")
@@ -36,7 +36,11 @@ export const WebRoute = Layer.unwrapEffect(
       HttpLayerRouter.add("GET", "/checkout/cancel", page),
       HttpLayerRouter.add("GET", "/app.js", asset("app.js", "text/javascript; charset=utf-8")),
       HttpLayerRouter.add("GET", "/result.js", asset("result.js", "text/javascript; charset=utf-8")),
-      HttpLayerRouter.add("GET", "/app.css", asset("app.css", "text/css; charset=utf-8"))
+      HttpLayerRouter.add("GET", "/photo.js", asset("photo.js", "text/javascript; charset=utf-8")),
+      HttpLayerRouter.add("GET", "/app.css", asset("app.css", "text/css; charset=utf-8")),
+      // Browsers ask for /favicon.ico on their own; both names get the one drawing.
+      HttpLayerRouter.add("GET", "/favicon.svg", asset("favicon.svg", "image/svg+xml")),
+      HttpLayerRouter.add("GET", "/favicon.ico", asset("favicon.svg", "image/svg+xml"))
     )
   })
 )

@@ -6,6 +6,7 @@ import { Clock, ConfigError, Context, Effect, Layer, Option } from "effect"
 import { type Address, getAddress, isAddressEqual } from "viem"
 import type { FundingMethod, FundingRail, PaymentCredential, PriceChallenge, Reservation, Save, Settled } from "../analysis/Funding.ts"
 import { AppConfig } from "../config.ts"
+import { Processor } from "../credits/Processor.ts"
 import { Conflict, PaymentRequired, ServiceUnavailable } from "../domain/errors.ts"
 import { PayerId, type RequestId } from "../domain/ids.ts"
 import { count, outcomeOf, x402Settlements } from "../observability/metrics.ts"
@@ -16,10 +17,12 @@ import {
   authorizationDigest,
   authorizationSigner,
   challengeFailure,
+  failedResponse,
   type DecodedPayment,
   MAX_TIMEOUT_SECONDS,
   NETWORK,
   pendingResponse,
+  readPayment,
   receipt,
   requirements,
   setPaymentResponse,
@@ -100,14 +103,15 @@ interface Claimed extends Reservation {
   readonly submit: Effect.Effect<Settled, PaymentRequired | ServiceUnavailable>
 }
 
-const disabled: Context.Tag.Service<X402Funding> = {
+/** x402 off; its refusals name card credits as the way to pay only when this server sells them. */
+const disabled = (cardCredits: boolean): Context.Tag.Service<X402Funding> => ({
   enabled: false,
-  identify: () => unavailable,
-  challenge: unavailable,
+  identify: () => unavailable(cardCredits),
+  challenge: unavailable(cardCredits),
   challengeWith: (code, message) => Effect.fail(new PaymentRequired({ error: { code, message } })),
   abandon: () => Effect.void,
   releaseOrphans: () => Effect.void
-}
+})
 
 export const X402FundingLive = Layer.effect(
   X402Funding,
@@ -144,8 +148,14 @@ export const X402FundingLive = Layer.effect(
         )
       )
 
-    const failedBefore = (reason: string) =>
-      invalid(`the payment could not be settled: ${explain(reason)}; nothing was charged and nothing is served, sign a new payment`)
+    // The failed receipt travels with the new challenge (x402's MCP transport shows it beside the PaymentRequired).
+    const failedBefore = (reason: string, payer: string) =>
+      challengeFailure(
+        terms,
+        "invalid_payment",
+        `the payment could not be settled: ${explain(reason)}; nothing was charged and nothing is served, sign a new payment`,
+        failedResponse(reason, payer)
+      )
 
     const settledOrFail =
       (requestId: RequestId, payment: DecodedPayment) =>
@@ -154,7 +164,7 @@ export const X402FundingLive = Layer.effect(
         case "Settled":
           return Effect.succeed(toSettled(outcome))
         case "Failed":
-          return failedBefore(outcome.reason)
+          return failedBefore(outcome.reason, payment.payer)
         case "Pending": {
           const pendingReceipt = pendingResponse(outcome.txHash, payment.payer)
           return setRetryAfter(PENDING_RETRY_AFTER_SECONDS).pipe(
@@ -227,7 +237,7 @@ export const X402FundingLive = Layer.effect(
           const other = yield* records(store.get(holder.value))
           // The payment of an earlier attempt can no longer happen: nothing was charged, a new payment is needed.
           if (Option.isSome(other) && other.value.state === "failed") {
-            return yield* failedBefore(Option.getOrElse(other.value.failureReason, () => "the payment failed"))
+            return yield* failedBefore(Option.getOrElse(other.value.failureReason, () => "the payment failed"), payment.payer)
           }
           // A claim left behind by a failed attempt (its release failed) holds nothing: give it back and claim here.
           const freed = yield* records(store.releaseAbandoned(holder))
@@ -310,7 +320,7 @@ export const X402FundingLive = Layer.effect(
       enabled: true,
       identify: (credential) =>
         Effect.gen(function* () {
-          const decoded = credential.payment
+          const decoded = readPayment(credential.payment)
           if (decoded._tag === "Left") return yield* invalid(decoded.left)
           const payment = decoded.right
           // Signed for another chain, the signature cannot match ours: say which term is wrong.
@@ -382,7 +392,11 @@ export const X402Layer = <E = never, R = never>(
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const settings = yield* AppConfig
-      if (Option.isNone(settings.x402.payTo)) return Layer.merge(Layer.succeed(X402Funding, disabled), X402ReconcilerDisabled)
+      if (Option.isNone(settings.x402.payTo)) {
+        // The card processor, where the composition gives one, decides what the refusal advises.
+        const off = Effect.map(Effect.serviceOption(Processor), (cards) => disabled(Option.exists(cards, (p) => p.enabled)))
+        return Layer.merge(Layer.effect(X402Funding, off), X402ReconcilerDisabled)
+      }
       const seam: Layer.Layer<ChainServices, ConfigError.ConfigError | E, AppConfig | PaymentStore | SqlClient.SqlClient | R> =
         chain ?? ChainFromSettings
       const services = PaymentsLive.pipe(Layer.provideMerge(seam), Layer.provideMerge(PaymentStoreLive))

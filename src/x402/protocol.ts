@@ -13,6 +13,7 @@ import { parsePaymentPayload } from "@x402/core/schemas"
 import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, Option, Schema } from "effect"
 import { type Address, getAddress, type Hex, hashTypedData, isAddress, isHex, recoverTypedDataAddress } from "viem"
+import type { PaymentProof } from "../analysis/Funding.ts"
 import { PaymentRequired } from "../domain/errors.ts"
 import { AnalyzeRequest, analysisResultExample, analyzeRequestExample, jsonSchemaOf } from "../domain/schemas.ts"
 
@@ -109,23 +110,35 @@ export const paymentRequiredHeader = (challenge: X402PaymentRequired): string =>
 export const challengeFailure = (
   terms: Terms,
   code: "payment_required" | "invalid_payment" | "insufficient_credits" | "key_paused",
-  message: string
+  message: string,
+  failedReceipt?: SettleResponse
 ): Effect.Effect<never, PaymentRequired> => {
   const challenge = paymentRequired(terms, code === "payment_required" ? undefined : message)
   return setHeader(HEADER_PAYMENT_REQUIRED, paymentRequiredHeader(challenge)).pipe(
-    Effect.zipRight(Effect.fail(new PaymentRequired({ error: { code, message }, payment_required: challenge })))
+    Effect.zipRight(
+      Effect.fail(
+        new PaymentRequired({
+          error: { code, message },
+          payment_required: challenge,
+          ...(failedReceipt === undefined ? {} : { payment_response: failedReceipt })
+        })
+      )
+    )
   )
 }
 
-/** Without X402_PAY_TO there is nobody to pay: say so, and issue no challenge. */
-export const unavailable: Effect.Effect<never, PaymentRequired> = Effect.fail(
-  new PaymentRequired({
-    error: {
-      code: "x402_unavailable",
-      message: "Per-call x402 payments are not enabled on this server; use a prepaid credit key (Authorization: Bearer)"
-    }
-  })
-)
+/** Without X402_PAY_TO there is nobody to pay: say so, issue no challenge, and point to credits only where they are sold. */
+export const unavailable = (cardCredits: boolean): Effect.Effect<never, PaymentRequired> =>
+  Effect.fail(
+    new PaymentRequired({
+      error: {
+        code: "x402_unavailable",
+        message: cardCredits
+          ? "Per-call x402 payments are not enabled on this server; use a prepaid credit key (Authorization: Bearer)."
+          : "This server takes no payments yet: its operator has set neither X402_PAY_TO (per-call x402 payments) nor STRIPE_SECRET_KEY (card credits), so no analysis can be paid for. Nothing was charged."
+      }
+    })
+  )
 
 export const setRetryAfter = (seconds: number) => setHeader("Retry-After", String(seconds))
 export const setPaymentResponse = (value: string) => setHeader(HEADER_PAYMENT_RESPONSE, value)
@@ -164,6 +177,10 @@ export const decodePayment = (header: string): Either.Either<DecodedPayment, str
   }
   return decodePaymentPayload(raw)
 }
+
+/** Reads a payment as it arrived: PAYMENT-SIGNATURE's base64 text, or the PaymentPayload object of MCP's `_meta`. */
+export const readPayment = (proof: PaymentProof): Either.Either<DecodedPayment, string> =>
+  proof._tag === "Encoded" ? decodePayment(proof.text) : decodePaymentPayload(proof.value)
 
 /** Decodes a v2 PaymentPayload object with an EIP-3009 authorization (as the MCP transport carries it, or PAYMENT-SIGNATURE's JSON). */
 export const decodePaymentPayload = (raw: unknown): Either.Either<DecodedPayment, string> => {
@@ -240,6 +257,15 @@ export const receipt = (r: SettleResponse): string => encodePaymentResponseHeade
 export const settledResponse = (transaction: Hex, payer: string): SettleResponse => ({
   success: true,
   transaction,
+  network: NETWORK,
+  payer: getAddress(payer)
+})
+
+/** The receipt of a settlement that failed for good: nothing moved. */
+export const failedResponse = (reason: string, payer: string): SettleResponse => ({
+  success: false,
+  errorReason: reason,
+  transaction: "",
   network: NETWORK,
   payer: getAddress(payer)
 })

@@ -5,18 +5,8 @@ import { CreditFunding } from "../../src/credits/CreditFunding.ts"
 import { isRecord, send } from "../support/http.ts"
 import { auditLedger, CreditsServer, CreditsServerLive, creditsWithFake, Fake, freshKey } from "./support.ts"
 import { bearerCredential, newRequestId, unsaved } from "../support/funding.ts"
+import { seededRandom } from "../support/seeded.ts"
 
-/** mulberry32: a small seeded generator so a failing run can be replayed with MORSEL_TEST_SEED. */
-const generator = (seed: number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const SEED = Number(process.env["MORSEL_TEST_SEED"] ?? "20261121")
 const STEPS = 160
@@ -31,7 +21,7 @@ describe("credits: seeded randomized interleavings", () => {
   layer(CreditsServerLive.pipe(Layer.provideMerge(creditsWithFake())), { excludeTestServices: true })("ledger", (it) => {
     it.effect(`purchases, webhooks, confirms, analyses and refunds keep every invariant (seed ${SEED})`, () =>
       Effect.gen(function* () {
-        const random = generator(SEED)
+        const random = seededRandom(SEED)
         const pick = <A>(items: ReadonlyArray<A>): A | undefined => items[Math.floor(random() * items.length)]
         const fake = yield* Fake
         const funding = yield* CreditFunding

@@ -6,7 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { ZipFile } from "yazl"
 import { importFoods } from "../../src/foods/importer.ts"
-import { countFoods } from "../../src/foods/repository.ts"
+import { countFoods, loadRecords } from "../../src/foods/repository.ts"
 import { TestDatabase } from "../support/database.ts"
 import { FDC_FIXTURE_DIR, hasSr28, SR28_DIR, sr28Notice } from "./paths.ts"
 
@@ -125,7 +125,7 @@ describe("food import", () => {
   sr28Notice()
   it.layer(TestDatabase, { timeout: 180_000 })("USDA SR28 ASCII", (it) => {
     it.effect.skipIf(!hasSr28)(
-      "loads all 8,789 foods and 15,438 portions; the NDB number is the record id; a second import changes nothing",
+      "loads all 8,789 foods and 15,438 portions with their LanguaL descriptors; the NDB number is the record id; a second import changes nothing",
       () =>
         Effect.gen(function* () {
           const first = yield* importFoods(SR28_DIR, quiet)
@@ -135,6 +135,9 @@ describe("food import", () => {
           const [rice] = yield* sql<{ description: string; kcal: number; carbs_g: number }>`
             SELECT description, kcal, carbs_g FROM foods WHERE source = 'sr28' AND source_id = '20045'`
           expect(rice).toEqual({ description: "Rice, white, long-grain, regular, enriched, cooked", kcal: 130, carbs_g: 28.17 })
+          // LanguaL's food source and product type are kept, without source notes or the numbered SR group entries.
+          const kasha = (yield* loadRecords()).find((r) => r.sourceId === "20010")
+          expect(kasha).toMatchObject({ commonNames: "kasha", descriptors: "MILLED GRAIN OR STARCH PRODUCT; BUCKWHEAT" })
           const second = yield* importFoods(SR28_DIR, quiet)
           expect(second.datasets[0]!.removed).toBe(0)
           expect(yield* countFoods).toEqual([{ source: "sr28", foods: 8789, portions: 15438 }])

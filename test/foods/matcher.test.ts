@@ -6,7 +6,7 @@ import { buildIndex, matchIn } from "../../src/foods/matcher.ts"
 import type { FoodRecord } from "../../src/foods/records.ts"
 import { readDatasets } from "../../src/foods/sources.ts"
 import { DEV_FOODS } from "./devset.ts"
-import { evaluateDishes, evaluateFoods, NUTRIENTS, truthOf } from "./evaluate.ts"
+import { evaluateDishes, evaluateFoods, foldOf, HELD_OUT_FOODS, NUTRIENTS, TUNING_FOODS, truthOf } from "./evaluate.ts"
 import { hasSr28, SR28_DIR, sr28Notice } from "./paths.ts"
 
 const record = (sourceId: string, description: string, kcal: number, extra: Partial<FoodRecord> = {}): FoodRecord => ({
@@ -16,6 +16,7 @@ const record = (sourceId: string, description: string, kcal: number, extra: Part
   description,
   foodGroup: null,
   commonNames: null,
+  descriptors: null,
   manufacturer: null,
   surveyed: true,
   per100g: { kcal, protein_g: 0, carbs_g: 0, fat_g: 0 },
@@ -91,7 +92,7 @@ describe("matcher on a handful of records", () => {
     expect(matchSmall("cornbread", 330)).toEqual(Option.some("18023"))
   })
 
-  it("repairs a misspelt word through trigram similarity", () => {
+  it("repairs a misspelt word through the search index's fuzzy suggestions", () => {
     expect(matchSmall("steamed brocolli", 35)).toEqual(Option.some("11091"))
   })
 
@@ -101,6 +102,94 @@ describe("matcher on a handful of records", () => {
     expect(matchSmall("caesar salad", 190)).toEqual(Option.none())
     // Every rice record is far below 900 kcal/100 g: the item keeps the model's numbers.
     expect(matchSmall("white rice", 900)).toEqual(Option.none())
+  })
+})
+
+const macros = (kcal: number, protein_g: number, carbs_g: number, fat_g: number) => ({ kcal, protein_g, carbs_g, fat_g })
+
+const PREPARED: ReadonlyArray<FoodRecord> = [
+  record("05098", "Chicken, broilers or fryers, thigh, meat only, cooked, roasted", 179, { foodGroup: "Poultry Products", per100g: macros(179, 24.8, 0, 8.2) }),
+  record("05097", "Chicken, broilers or fryers, thigh, meat only, cooked, fried", 218, { foodGroup: "Poultry Products", surveyed: false, per100g: macros(218, 28.2, 1.2, 10.3) }),
+  record("11363", "Potatoes, baked, flesh, without salt", 93, { per100g: macros(93, 2, 21.6, 0.1) }),
+  record("11371", "Potatoes, mashed, home-prepared, whole milk and margarine added", 113, { per100g: macros(113, 2, 16.9, 4.2) }),
+  record("20010", "Buckwheat groats, roasted, cooked", 92, { foodGroup: "Cereal Grains and Pasta", commonNames: "kasha", per100g: macros(92, 3.4, 19.9, 0.6) }),
+  record("11300", "Peas, edible-podded, raw", 42, { commonNames: "Snowpeas, Sugar snap peas", per100g: macros(42, 2.8, 7.6, 0.2) }),
+  record("11304", "Peas, green, raw", 81, { per100g: macros(81, 5.4, 14.5, 0.4) }),
+  record("02068", "Vinegar, red wine", 19, { per100g: macros(19, 0, 0.3, 0) }),
+  record("14096", "Alcoholic beverage, wine, table, red", 85, { per100g: macros(85, 0.1, 2.6, 0) })
+]
+
+const matchPrepared = (query: string, guess: ReturnType<typeof macros>) => Option.map(matchIn(buildIndex(PREPARED), { query, guessPer100g: guess }), (m) => m.fdcId)
+
+describe("matcher on preparations and SR28's other names", () => {
+  it("follows the named cooking method over the usual record: fried chicken thigh is the fried one", () => {
+    expect(matchPrepared("fried chicken thigh", macros(200, 26, 1, 9))).toEqual(Option.some("05097"))
+    expect(matchPrepared("chicken thigh", macros(200, 26, 1, 9))).toEqual(Option.some("05098"))
+  })
+
+  it("lets the form follow the words: potatoes are not mashed ones unless the query says so", () => {
+    // The guess sits nearer the mashed record; only the words tell the two apart.
+    const guess = macros(105, 2.2, 18, 2.5)
+    expect(matchPrepared("potatoes", guess)).toEqual(Option.some("11363"))
+    expect(matchPrepared("roasted potatoes", guess)).toEqual(Option.some("11363"))
+    expect(matchPrepared("mashed potatoes", guess)).toEqual(Option.some("11371"))
+  })
+
+  it("reads SR28's other names and compound words: kasha, snow peas, red wine vinegar", () => {
+    expect(matchPrepared("kasha", macros(100, 3, 20, 1))).toEqual(Option.some("20010"))
+    expect(matchPrepared("snow peas", macros(45, 3, 8, 0.3))).toEqual(Option.some("11300"))
+    expect(matchPrepared("red wine vinegar", macros(20, 0, 0.5, 0))).toEqual(Option.some("02068"))
+  })
+})
+
+const nut = (sourceId: string, name: string, kcal: number, protein_g: number, fat_g: number) =>
+  record(sourceId, `Nuts, ${name}`, kcal, { foodGroup: "Nut and Seed Products", per100g: macros(kcal, protein_g, 20, fat_g) })
+
+const NUTS: ReadonlyArray<FoodRecord> = [
+  nut("12061", "almonds", 579, 21.2, 49.9),
+  nut("12087", "cashew nuts, raw", 553, 18.2, 43.9),
+  nut("12120", "hazelnuts or filberts", 628, 15, 60.8),
+  nut("12155", "walnuts, english", 654, 15.2, 65.2),
+  nut("12151", "pistachio nuts, raw", 560, 20.2, 45.3),
+  nut("12195", "almond butter, plain, without salt added", 614, 21, 55.5)
+]
+
+describe("generic names", () => {
+  it("stand for their family's median per 100 g, reported with the member nearest it", () => {
+    const found = matchIn(buildIndex(NUTS), { query: "NUTS", guessPer100g: macros(600, 18, 20, 52) })
+    // The median of the five nuts (the nut butter is a product, not a nut): 579 kcal, 18.2 g protein, 49.9 g fat.
+    expect(Option.map(found, (m) => [m.fdcId, m.per100g])).toEqual(Option.some(["12061", macros(579, 18.2, 20, 49.9)]))
+    expect(Option.map(found, (m) => m.name)).toEqual(Option.some("Nuts, almonds (median of 5 USDA nuts records)"))
+  })
+
+  it("take only members cooked as the query says: baked beans are not the median of boiled ones", () => {
+    const bean = (sourceId: string, name: string, kcal: number, protein_g: number) =>
+      record(sourceId, `Beans, ${name}, mature seeds, cooked, boiled, without salt`, kcal, { foodGroup: "Legumes and Legume Products", per100g: macros(kcal, protein_g, 24, 0.5) })
+    const beans = buildIndex([
+      bean("16015", "black", 132, 8.9),
+      bean("16028", "kidney, all types", 127, 8.7),
+      bean("16043", "pinto", 143, 9),
+      record("16006", "Beans, baked, canned, plain or vegetarian", 94, { foodGroup: "Legumes and Legume Products", per100g: macros(94, 4.8, 21, 0.4) })
+    ])
+    const guess = macros(110, 6.5, 22, 0.5)
+    expect(Option.map(matchIn(beans, { query: "beans", guessPer100g: guess }), (m) => [m.fdcId, m.per100g.kcal])).toEqual(Option.some(["16015", 132]))
+    expect(Option.map(matchIn(beans, { query: "baked beans", guessPer100g: guess }), (m) => m.fdcId)).toEqual(Option.some("16006"))
+  })
+
+  it("keep the model's numbers when the guess fits too few members, and leave a named nut to its own record", () => {
+    expect(matchIn(buildIndex(NUTS), { query: "nuts", guessPer100g: macros(150, 5, 20, 5) })).toEqual(Option.none())
+    expect(Option.map(matchIn(buildIndex(NUTS), { query: "walnuts", guessPer100g: macros(640, 15, 14, 64) }), (m) => m.fdcId)).toEqual(Option.some("12155"))
+  })
+})
+
+describe("the dev set's split", () => {
+  it("keeps every query of one food in one fold and holds out about a fifth of the foods", () => {
+    const folds = new Map<string, Set<number>>()
+    for (const food of DEV_FOODS) folds.set(food.ndb ?? food.query, (folds.get(food.ndb ?? food.query) ?? new Set()).add(foldOf(food)))
+    for (const [, seen] of folds) expect(seen.size).toBe(1)
+    expect(HELD_OUT_FOODS.length + TUNING_FOODS.length).toBe(DEV_FOODS.length)
+    expect(HELD_OUT_FOODS.length / DEV_FOODS.length).toBeGreaterThan(0.12)
+    expect(HELD_OUT_FOODS.length / DEV_FOODS.length).toBeLessThan(0.28)
   })
 })
 
@@ -142,24 +231,57 @@ describe.skipIf(!hasSr28)("matcher on the full SR28 set", () => {
     }
   })
 
-  // The evaluation is seeded, so these floors are the measured figures (rounded), not estimates.
-  it("holds the accuracy floor on the dev set of everyday foods", async () => {
+  // The evaluation is seeded, so these floors are the measured figures (rounded), not estimates. The held-out fifth
+  // is the honest one: the matcher was never tuned on its foods.
+  it("holds the accuracy floors on the tuned four fifths and on the held-out fifth of the dev set", async () => {
     const idx = await getIndex()
-    const result = evaluateFoods((query) => matchIn(idx, query))
-    expect(result.accuracy).toBeGreaterThanOrEqual(0.94)
-    expect(result.matchedShare).toBeGreaterThanOrEqual(0.999)
-    expect(result.abstainedShare).toBe(1)
+    const tuned = evaluateFoods((query) => matchIn(idx, query), 5, 42, TUNING_FOODS)
+    expect(tuned.accuracy).toBeGreaterThanOrEqual(0.935)
+    expect(tuned.matchedShare).toBeGreaterThanOrEqual(0.999)
+    expect(tuned.abstainedShare).toBe(1)
+    const heldOut = evaluateFoods((query) => matchIn(idx, query), 5, 42, HELD_OUT_FOODS)
+    expect(heldOut.accuracy).toBeGreaterThanOrEqual(0.93)
+    expect(heldOut.matchedShare).toBeGreaterThanOrEqual(0.999)
   })
 
-  it("keeps the dish totals of energy and each macronutrient within 2.5 % (fat 4.5 %), far below the guesses alone", async () => {
+  it("keeps the dish totals of the held-out fifth within 2.1 % energy, 2.3 % protein, 1.9 % carbohydrate and 2.6 % fat", async () => {
     const idx = await getIndex()
-    const dishes = evaluateDishes((query) => matchIn(idx, query))
-    expect(dishes.matcher.kcal).toBeLessThanOrEqual(0.024)
-    expect(dishes.matcher.protein_g).toBeLessThanOrEqual(0.025)
-    expect(dishes.matcher.carbs_g).toBeLessThanOrEqual(0.022)
-    expect(dishes.matcher.fat_g).toBeLessThanOrEqual(0.044)
+    const dishes = evaluateDishes((query) => matchIn(idx, query), 40, 7, HELD_OUT_FOODS)
+    expect(dishes.matcher.kcal).toBeLessThanOrEqual(0.021)
+    expect(dishes.matcher.protein_g).toBeLessThanOrEqual(0.023)
+    expect(dishes.matcher.carbs_g).toBeLessThanOrEqual(0.019)
+    expect(dishes.matcher.fat_g).toBeLessThanOrEqual(0.026)
+    for (const key of NUTRIENTS) expect(dishes.matcher[key]).toBeLessThan(dishes.guessOnly[key] * 0.15)
+    expect(dishes.matchedGramShare).toBeGreaterThanOrEqual(0.959)
+    expect(dishes.matchedFittingGramShare).toBeGreaterThanOrEqual(0.999)
+  })
+
+  it("keeps the dish totals of the tuned four fifths within 3 % energy, 3.5 % protein, 2.1 % carbohydrate and 5.2 % fat", async () => {
+    const idx = await getIndex()
+    const dishes = evaluateDishes((query) => matchIn(idx, query), 40, 7, TUNING_FOODS)
+    expect(dishes.matcher.kcal).toBeLessThanOrEqual(0.03)
+    expect(dishes.matcher.protein_g).toBeLessThanOrEqual(0.035)
+    expect(dishes.matcher.carbs_g).toBeLessThanOrEqual(0.021)
+    expect(dishes.matcher.fat_g).toBeLessThanOrEqual(0.052)
     for (const key of NUTRIENTS) expect(dishes.matcher[key]).toBeLessThan(dishes.guessOnly[key] * 0.35)
-    expect(dishes.matchedGramShare).toBeGreaterThanOrEqual(0.97)
+    expect(dishes.matchedFittingGramShare).toBeGreaterThanOrEqual(0.999)
+  })
+
+  it("answers generic names with their family's median, named after the member nearest it", async () => {
+    const idx = await getIndex()
+    const generic = (query: string, guess: ReturnType<typeof macros>) => Option.getOrThrow(matchIn(idx, { query, guessPer100g: guess }))
+    const seafood = generic("seafood", macros(130, 22, 2, 3))
+    expect(seafood.name).toMatch(/^(?:Fish|Crustaceans|Mollusks), .* \(median of \d+ USDA seafood records\)$/)
+    expect(seafood.per100g.kcal).toBeGreaterThan(90)
+    expect(seafood.per100g.kcal).toBeLessThan(180)
+    expect(seafood.per100g.protein_g).toBeGreaterThan(18)
+    const berries = generic("Mixed Berries", macros(50, 0.8, 12, 0.4))
+    expect(berries.name).toMatch(/berries, raw \(median of \d+ USDA berries records\)$/)
+    const greens = generic("leafy greens", macros(25, 2.5, 4, 0.4))
+    expect(greens.name).toMatch(/, raw \(median of \d+ USDA leafy greens records\)$/)
+    expect(greens.per100g.kcal).toBeLessThan(35)
+    // "Mixed nuts" is a record of its own, not the family's median.
+    expect(generic("mixed nuts", macros(600, 19, 22, 53)).name).toMatch(/^Nuts, mixed nuts, /)
   })
 
   it("leaves an item unmatched when the guess disagrees strongly with every candidate", async () => {

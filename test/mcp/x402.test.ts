@@ -3,12 +3,13 @@ import { describe, expect, layer } from "@effect/vitest"
 import { decodePaymentRequiredHeader } from "@x402/core/http"
 import type { PaymentRequired as X402PaymentRequired } from "@x402/core/types"
 import { validateDiscoveryExtensionSpec } from "@x402/extensions/bazaar"
-import { Context, Effect, Either, Layer, Schema } from "effect"
+import { Context, Effect, Either, Fiber, Layer, Schema } from "effect"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { AnalysisResult, AnalyzeRequest } from "../../src/domain/schemas.ts"
 import { FundingLive } from "../../src/server.ts"
+import { MemoryChain } from "../../src/x402/MemoryChain.ts"
 import { memorySeam, type PaymentChain, TestChain } from "../support/memoryChain.ts"
 import { type FakeOpenAI, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import type { FakeStripe } from "../support/fakeStripe.ts"
@@ -17,13 +18,19 @@ import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
 import { challengeOf, signPayment, withBrokenSignature, x402Env } from "../support/x402.ts"
-import { analyzeFood, balanceOf, connect, fakeStripe, firstText, jsonSchemaValidator, keyWith, rest, toolErrorCode } from "../support/clients.ts"
+import { analyzeFood, balanceOf, connect, connectV1, fakeStripe, firstText, jsonSchemaValidator, keyWith, rest, toolErrorCode } from "../support/clients.ts"
 
 const PRICE = 10_000n
 
 class Service extends Context.Tag("test/McpX402Service")<
   Service,
-  { readonly url: string; readonly model: FakeOpenAI; readonly chain: PaymentChain; readonly stripe: FakeStripe }
+  {
+    readonly url: string
+    readonly model: FakeOpenAI
+    readonly chain: PaymentChain
+    readonly stripe: FakeStripe
+    readonly memoryChain: MemoryChain["Type"]
+  }
 >() {}
 
 const ServiceLive = Layer.scoped(
@@ -37,9 +44,9 @@ const ServiceLive = Layer.scoped(
       dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, LimitsUnlimited),
       chain: yield* memorySeam
     })
-    return { url, model, chain, stripe }
+    return { url, model, chain, stripe, memoryChain: yield* MemoryChain }
   })
-).pipe(Layer.provide(TestChain.memory({ payers: 4 })))
+).pipe(Layer.provide(TestChain.memory({ payers: 5 })))
 
 const photo = await makeImage(640, 480, "jpeg")
 const image = { image_base64: photo.base64, mime_type: photo.mime }
@@ -75,9 +82,12 @@ describe("MCP tool interface paid with x402", () => {
           x402Version: 2,
           accepts: [{ scheme: "exact", network: "eip155:8453", amount: "10000", payTo: chain.accounts.payTo.address }]
         })
-        expect(firstText(unpaid)).toEqual(unpaid.structuredContent)
+        // x402's MCP transport: the first text wraps the same challenge in "x402/error".
+        expect(firstText(unpaid)).toEqual({ "x402/error": { code: 402, message: expect.stringContaining("0.01 USDC"), data: unpaid.structuredContent } })
         const second = unpaid.content[1]
         expect(second?.type === "text" && JSON.parse(second.text)).toMatchObject({ error: { code: "payment_required" } })
+        // In the tool's own words: no HTTP header an MCP caller never sees.
+        expect(JSON.stringify(unpaid.content)).not.toMatch(/PAYMENT-REQUIRED|PAYMENT-SIGNATURE|Idempotency-Key/)
         // Invalid input is refused before any price is asked (as on REST).
         const invalid = yield* analyzeFood(mcp, { ...image, mime_type: "image/gif", idempotency_key: "mcp-x402-unpaid-00002" })
         expect(toolErrorCode(invalid)).toBe("invalid_request")
@@ -110,6 +120,8 @@ describe("MCP tool interface paid with x402", () => {
         // The same authorization for another request: refused, nothing served.
         const reused = yield* analyzeFood(mcp, { ...image, idempotency_key: "mcp-x402-paid-000002" }, { "x402/payment": payment })
         expect([reused.isError, toolErrorCode(reused)]).toEqual([true, "authorization_reused"])
+        expect(JSON.stringify(reused.structuredContent)).toContain("idempotency_key")
+        expect(JSON.stringify(reused.content)).not.toMatch(/Idempotency-Key|PAYMENT-SIGNATURE/)
         expect(model.requests.length - before).toBe(1)
       }))
 
@@ -164,7 +176,7 @@ describe("MCP tool interface paid with x402", () => {
           retry_after_seconds: 60,
           payment_response: { success: false, errorReason: "settlement_pending" }
         })
-        expect(pending._meta?.["x402/payment-response"]).toEqual(pending.structuredContent?.["payment_response"])
+        expect(pending._meta?.["x402/payment-response"]).toEqual(isRecord(pending.structuredContent) && pending.structuredContent["payment_response"])
 
         const retried = yield* analyzeFood(mcp, { ...image, idempotency_key: idempotencyKey }, { "x402/payment": payment })
         expect(retried.isError ?? false, JSON.stringify(retried.structuredContent)).toBe(false)
@@ -173,6 +185,72 @@ describe("MCP tool interface paid with x402", () => {
         const transaction = isRecord(receipt) ? receipt["transaction"] : undefined
         expect(yield* transfersFrom(2)).toEqual([{ transactionHash: transaction, value: PRICE }])
         expect(model.requests.length - before).toBe(1)
+      }))
+
+    it.scoped("a settlement that fails for good: only the payment error (a fresh challenge and the failed receipt), never the analysis; nothing moves", () =>
+      Effect.gen(function* () {
+        const { chain, memoryChain, model } = yield* Service
+        const mcp = yield* anonymous
+        const idempotencyKey = "mcp-x402-failed-00001"
+        const payment = yield* sign(4, yield* challengeFor(idempotencyKey))
+        const before = model.requests.length
+        model.pause()
+        model.enqueue(Reply.answer(chickenRice))
+        const call = yield* Effect.fork(analyzeFood(mcp, { ...image, idempotency_key: idempotencyKey }, { "x402/payment": payment }))
+        // Verified and analysing: the payer empties the wallet before the transfer is sent.
+        yield* model.awaitRequests(before + 1)
+        yield* memoryChain.setBalance(chain.accounts.payers[4]!.address, 0n)
+        model.resume()
+        const failed = yield* Fiber.join(call)
+        expect(failed.isError).toBe(true)
+        expect(failed.structuredContent).toMatchObject({
+          x402Version: 2,
+          accepts: [{ amount: "10000" }],
+          error: expect.stringContaining("could not be settled"),
+          "x402/payment-response": { success: false, transaction: "", network: "eip155:8453" }
+        })
+        expect(failed._meta?.["x402/payment-response"]).toMatchObject({ success: false })
+        expect(firstText(failed)).toMatchObject({ "x402/error": { code: 402, data: failed.structuredContent } })
+        // Nothing of the analysis reaches the caller: the challenge and the payment error, no result.
+        expect(failed.structuredContent).not.toHaveProperty("items")
+        expect(failed.content.map((block) => (block.type === "text" ? Object.keys(JSON.parse(block.text)) : []))).toEqual([["x402/error"], ["error"]])
+        expect(failed.content[1]?.type === "text" && JSON.parse(failed.content[1].text)).toMatchObject({ error: { code: "invalid_payment" } })
+        expect(yield* transfersFrom(4)).toEqual([])
+      }))
+
+    it.scoped("a 2025-era agent (v1 SDK client) lists the tool and calls it paying with a credit key and with x402 in _meta", () =>
+      Effect.gen(function* () {
+        const { model, stripe, url } = yield* Service
+        const key = yield* keyWith(url, stripe, 500)
+        const withKey = yield* connectV1(url, { authorization: `Bearer ${key}` })
+        expect(withKey.getServerVersion()).toMatchObject({ name: "morsel" })
+        const { tools } = yield* Effect.promise(() => withKey.listTools())
+        expect(tools.map((t) => t.name)).toEqual(["analyze_food"])
+        model.enqueue(Reply.answer(chickenRice), Reply.answer(chickenRice))
+        const credited = yield* Effect.promise(() =>
+          withKey.callTool({ name: "analyze_food", arguments: { ...image, idempotency_key: "mcp-v1-credit-000001" } })
+        )
+        expect(credited.isError ?? false).toBe(false)
+        expect(credited.structuredContent).toMatchObject({ dish_name: "Grilled chicken with rice" })
+        expect(yield* balanceOf(url, key)).toBe(499)
+
+        const anonymousV1 = yield* connectV1(url)
+        const unpaid = yield* Effect.promise(() =>
+          anonymousV1.callTool({ name: "analyze_food", arguments: { ...image, idempotency_key: "mcp-v1-x402-0000001" } })
+        )
+        expect(unpaid.isError).toBe(true)
+        const challenge = challengeOf(Buffer.from(JSON.stringify(unpaid.structuredContent)).toString("base64"))
+        const payment = yield* sign(3, challenge)
+        const paid = yield* Effect.promise(() =>
+          anonymousV1.callTool({
+            name: "analyze_food",
+            arguments: { ...image, idempotency_key: "mcp-v1-x402-0000001" },
+            _meta: { "x402/payment": payment }
+          })
+        )
+        expect(paid.isError ?? false, JSON.stringify(paid.structuredContent)).toBe(false)
+        expect(paid._meta?.["x402/payment-response"]).toMatchObject({ success: true })
+        expect(yield* transfersFrom(3)).toEqual([{ transactionHash: expect.any(String), value: PRICE }])
       }))
 
     it.scoped("handshake on protocol 2025-11-25 with instructions on paying, ping, and the tool's annotations", () =>
@@ -196,7 +274,7 @@ describe("MCP tool interface paid with x402", () => {
           result: { protocolVersion: "2025-11-25", serverInfo: { name: "morsel" }, capabilities: { tools: {} } }
         })
 
-        const mcp = yield* anonymous
+        const mcp = yield* connectV1(url)
         expect(yield* Effect.promise(() => mcp.ping())).toEqual({})
         const instructions = mcp.getInstructions() ?? ""
         for (const fact of ["0.01 USDC", "one prepaid credit", "Authorization: Bearer", 'params._meta["x402/payment"]', "cost nothing", "500 for USD 5.00"]) {

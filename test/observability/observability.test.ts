@@ -1,12 +1,12 @@
-import { createServer, type Server as NodeServer } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Ref, Scope } from "effect"
 import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionFailure, VisionModel } from "../../src/analysis/VisionModel.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
-import { closeServer, metricSample, readBody, send } from "../support/http.ts"
+import { metricSample, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
+import { otlpReceiver, spansOf } from "../support/otlp.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
 
@@ -67,33 +67,6 @@ describe("metrics", () => {
     }), 120_000)
 })
 
-/** A local OTLP/HTTP receiver: keeps the JSON bodies posted to /v1/traces. */
-const otlpReceiver = Effect.acquireRelease(
-  Effect.gen(function* () {
-    const bodies = yield* Ref.make<ReadonlyArray<string>>([])
-    const server: NodeServer = createServer(async (req, res) => {
-      const body = await readBody(req)
-      if (req.url === "/v1/traces") Effect.runSync(Ref.update(bodies, (all) => [...all, body]))
-      res.writeHead(200, { "content-type": "application/json" }).end("{}")
-    })
-    yield* Effect.async<void>((resume) => {
-      server.listen(0, "127.0.0.1", () => resume(Effect.void))
-    })
-    const address = server.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
-    return { server, url: `http://127.0.0.1:${port}`, bodies }
-  }),
-  ({ server }) => Effect.promise(() => closeServer(server))
-)
-
-const spanNames = (bodies: ReadonlyArray<string>) =>
-  bodies.flatMap((body) => {
-    const parsed = JSON.parse(body) as {
-      resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ name: string; attributes: Array<{ key: string; value: unknown }> }> }> }>
-    }
-    return parsed.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))
-  })
-
 describe("traces", () => {
   it.scoped("OTEL_EXPORTER_OTLP_ENDPOINT set: a request's spans reach the receiver, secrets redacted", () =>
     Effect.gen(function* () {
@@ -110,7 +83,7 @@ describe("traces", () => {
       expect(signed.status).toBe(402)
       // Closing the server flushes the exporter.
       yield* Scope.close(serverScope, Exit.void)
-      const spans = spanNames(yield* Ref.get(receiver.bodies))
+      const spans = spansOf(yield* Ref.get(receiver.bodies))
       const names = spans.map((s) => s.name)
       expect(names).toContain("http.server POST")
       expect(names.some((n) => n.startsWith("sql."))).toBe(true)

@@ -1,4 +1,4 @@
-// An integrator's test as the README shows it: the sandbox in the test's own process through `morsel/testing`.
+// An integrator's test as docs/testing.md shows it: the sandbox in the test's own process through `morsel/testing`.
 import { randomBytes, randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { answerFor, startSandbox } from "../../src/testing.ts"

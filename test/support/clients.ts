@@ -1,7 +1,7 @@
-/** Clients of a running test server: the official MCP SDK client and its tool-result readers, REST calls, bought credit keys. */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+/** Clients of a running test server: the official MCP SDK client (v2, and v1 for 2025-era agents), tool-result readers, REST calls, bought credit keys. */
+import { type CallToolResult, Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport as StreamableHTTPClientTransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
 import { Effect } from "effect"
 import { newCreditKey } from "../../src/credits/keys.ts"
@@ -9,14 +9,27 @@ import { type FakeStripe, startFakeStripe } from "./fakeStripe.ts"
 import { isRecord, send } from "./http.ts"
 
 /**
- * An initialized MCP client on `{url}/mcp`, closed with the scope; `headers` go on every HTTP request of the connection.
- * It lists the tools first, as agents do: from then on the SDK checks every structuredContent against the output schema.
+ * An MCP client (SDK v2) on `{url}/mcp` speaking the current revision (2026-07-28, found through `server/discover`),
+ * closed with the scope; `headers` go on every HTTP request of the connection. It lists the tools first, as agents
+ * do: from then on the SDK checks every structuredContent against the output schema.
  */
 export const connect = (url: string, headers: Record<string, string> = {}) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
-      const client = new Client({ name: "morsel-test", version: "1.0.0" })
+      const client = new Client({ name: "morsel-test", version: "1.0.0" }, { versionNegotiation: { mode: "auto" } })
       await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers } }))
+      await client.listTools()
+      return client
+    }),
+    (client) => Effect.promise(() => client.close())
+  )
+
+/** The same with the v1 SDK client (1.32), as 2025-era agents connect: `initialize` on protocol 2025-11-25. */
+export const connectV1 = (url: string, headers: Record<string, string> = {}) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const client = new ClientV1({ name: "morsel-test-v1", version: "1.0.0" })
+      await client.connect(new StreamableHTTPClientTransportV1(new URL(`${url}/mcp`), { requestInit: { headers } }))
       await client.listTools()
       return client
     }),
@@ -56,7 +69,7 @@ export const analyzeFood = (client: Client, args: Record<string, unknown>, meta?
 
 /** `structuredContent.error.code` of a tool error. */
 export const toolErrorCode = (result: CallToolResult): unknown => {
-  const error = result.structuredContent?.["error"]
+  const error = isRecord(result.structuredContent) ? result.structuredContent["error"] : undefined
   return isRecord(error) ? error["code"] : undefined
 }
 

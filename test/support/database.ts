@@ -56,6 +56,14 @@ export const TestDatabase = Layer.unwrapScoped(
   })
 )
 
+/** Runs one query on `url` through a short-lived client of its own (plain SQL, for checks made beside the service). */
+export const query = <Row extends object>(url: string, text: string, params: ReadonlyArray<unknown> = []) =>
+  Effect.runPromise(
+    Effect.scoped(
+      Effect.flatMap(PgClient.make({ url: Redacted.make(url), maxConnections: 1 }), (sql) => sql.unsafe<Row>(text, params))
+    ).pipe(Effect.provide(Reactivity.layer))
+  )
+
 /** For tests that only mean something on a real server (true concurrency across connections). */
 export const describeRealPostgres = realPostgresUrl ? "real PostgreSQL" : undefined
 

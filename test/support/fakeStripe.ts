@@ -14,6 +14,7 @@ type Form = { [key: string]: Form | string }
 export interface WebhookDelivery {
   readonly status: number
   readonly body: string
+  readonly retryAfter: string | null
 }
 
 const alnum = (bytes: number) => randomBytes(bytes).toString("hex")
@@ -81,6 +82,8 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}) => {
   const params = new Map<string, Form>()
   let clockSeconds: number | undefined
   let downFor = 0
+  let loseFor = 0
+  let hangFor = 0
   const calls = { create: 0, createReplayed: 0, retrieve: 0, list: 0, expire: 0, paymentIntent: 0, refunds: 0 }
 
   const now = () => clockSeconds ?? Math.floor(Date.now() / 1000)
@@ -119,6 +122,24 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}) => {
   }
 
   const handle = (req: IncomingMessage, res: ServerResponse, body: string) => {
+    if (hangFor > 0) {
+      // Accepted and never answered: the caller's own timeout ends it (or the fake closing).
+      hangFor--
+      return
+    }
+    if (loseFor > 0) {
+      loseFor--
+      // The call is carried out, but its answer never reaches the caller: the connection breaks first.
+      const lost = new Proxy(res, {
+        get: (target, prop) =>
+          prop === "writeHead" ? () => lost : prop === "end" ? () => req.socket.destroy() : Reflect.get(target, prop, target)
+      })
+      return serve(req, lost, body)
+    }
+    return serve(req, res, body)
+  }
+
+  const serve = (req: IncomingMessage, res: ServerResponse, body: string) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1")
     const path = url.pathname
     if (downFor > 0) {
@@ -231,6 +252,14 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}) => {
     failNext: (n: number) => {
       downFor = n
     },
+    /** The next `n` API calls are accepted and never answered. */
+    hangNext: (n: number) => {
+      hangFor = n
+    },
+    /** The next `n` API calls are carried out, but the connection breaks before their answer. */
+    loseAnswersOfNext: (n: number) => {
+      loseFor = n
+    },
     session: cards.get,
     /** The create parameters of a session as sent, for assertions. */
     paramsOf: (sessionId: string) => params.get(sessionId),
@@ -285,7 +314,7 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}) => {
         headers: { "content-type": "application/json", "stripe-signature": signature },
         body
       })
-      return { status: response.status, body: await response.text() }
+      return { status: response.status, body: await response.text(), retryAfter: response.headers.get("retry-after") }
     },
     close: () => closeServer(server)
   }

@@ -1,15 +1,14 @@
 /** Credentials, request ids and saves for tests that drive one funding rail without the analysis around it. */
 import { randomUUID } from "node:crypto"
 import { Effect, Ref } from "effect"
-import { bearerKey, Credential, type Save } from "../../src/analysis/Funding.ts"
+import { bearerKey, Credential, PaymentProof, type Save } from "../../src/analysis/Funding.ts"
 import { RequestId } from "../../src/domain/ids.ts"
-import { decodePayment } from "../../src/x402/protocol.ts"
 
 /** The credential of an `Authorization` header value. */
 export const bearerCredential = (authorization: string) => Credential.Bearer({ key: bearerKey(authorization) })
 
 /** The credential of a `PAYMENT-SIGNATURE` header value. */
-export const paymentCredential = (paymentSignature: string) => Credential.Payment({ payment: decodePayment(paymentSignature) })
+export const paymentCredential = (paymentSignature: string) => Credential.Payment({ payment: PaymentProof.Encoded({ text: paymentSignature }) })
 
 /** A fresh analysis request id, as the request store would mint it. */
 export const newRequestId = () => RequestId.make(randomUUID())

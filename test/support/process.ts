@@ -2,6 +2,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
 import { join } from "node:path"
+import { SERVE_ENV, SERVE_NODE_OPTIONS } from "../../bin/tuning.js"
 
 export const root = join(import.meta.dirname, "../..")
 
@@ -49,9 +50,10 @@ export const serveProcess = async (
 ): Promise<Served> => {
   const listenOn = port ?? (await freePort())
   let output = ""
-  const child = spawn(process.execPath, [join(root, "bin/morsel.js"), "serve", ...args], {
+  // Started as tuned as `morsel serve` makes itself, so the process a test signals is the server itself.
+  const child = spawn(process.execPath, [...SERVE_NODE_OPTIONS, join(root, "bin/morsel.js"), "serve", ...args], {
     cwd: root,
-    env: { PATH: process.env["PATH"] ?? "", PORT: String(listenOn), ...env },
+    env: { PATH: process.env["PATH"] ?? "", PORT: String(listenOn), ...SERVE_ENV, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   child.stdout?.on("data", (chunk) => (output += chunk))

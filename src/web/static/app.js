@@ -1,14 +1,44 @@
 // The morsel web page: a photo in, the estimate as a table and a chart; credit keys and purchases in the browser.
-import { render } from "/result.js"
+import { preparePhoto } from "/photo.js"
+import { clear as clearResult, render } from "/result.js"
 
-const MAX_BYTES = 2_000_000
-const MAX_SIDE = 2048
-const MIN_SIDE = 16
 const KEY_STORE = "morsel.key"
 const ORDER_STORE = "morsel.order"
 
 const $ = (id) => document.getElementById(id)
-const state = { health: null, photo: null, pending: null }
+// `announced`: the balance a purchase notice states, so the notice goes once the balance has moved.
+const state = { health: null, photo: null, pending: null, announced: undefined }
+
+/** Which payment ways this server has on, by its own /health; unknown (unreachable) counts as on. */
+const cardsOn = () => state.health?.card_credits_enabled ?? true
+const x402On = () => state.health?.x402_enabled ?? false
+const operator = () => state.health?.operator ?? {}
+
+/** A sentence ends with a full stop, whatever the text before it. */
+const sentence = (text) => (/[.!?…]$/.test(text.trim()) ? text.trim() : `${text.trim()}.`)
+
+/** The operator's support contact as a link (an e-mail address or a URL), or null when none is published. */
+function contactLink() {
+  const contact = operator().support_contact
+  if (!contact) return null
+  const a = document.createElement("a")
+  a.href = contact.includes("@") && !/^https?:/i.test(contact) ? `mailto:${contact}` : contact
+  a.textContent = contact
+  a.rel = "noopener"
+  return a
+}
+
+/** "Contact <name> support at <contact>", as a paragraph, or what to do when the operator published none. */
+function contactParagraph(lead) {
+  const p = document.createElement("p")
+  p.className = "contact"
+  const link = contactLink()
+  const who = operator().name ? `${operator().name} support` : "support"
+  const prefix = lead ? `${lead} ` : ""
+  if (link) p.append(`${prefix}Contact ${who} at `, link, ".")
+  else p.append(`${prefix}This server's operator has not published a support contact.`)
+  return p
+}
 
 const randomHex = (bytes) => Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join("")
 const idempotencyKey = () => `web-${randomHex(16)}`
@@ -51,11 +81,12 @@ function explain(reply) {
   const id = reply.body?.error?.request_id ? ` (request ${reply.body.error.request_id})` : ""
   switch (reply.status) {
     case 0: return { text: "The service cannot be reached. Check your connection and try again.", retry: true }
-    case 400: return { text: `The service refused this photo or form: ${messageOf(reply) || code}. Nothing was charged.` }
+    case 400: return { text: `The service refused this photo or form: ${sentence(messageOf(reply) || code)} Nothing was charged.` }
     case 401: return { text: "This key is not active yet. Buy credits to activate it, or paste the key you bought credits with." }
     case 402:
+      if (code === "key_paused") return { text: `This key is paused after a refund or dispute, pending support review${id}. Nothing was charged.`, support: true }
+      if (!cardsOn()) return { text: `${noPaymentsText()} Nothing was charged.` }
       if (code === "insufficient_credits") return { text: "No credits left on this key. Buy 500 credits for USD 5.00 to continue.", buy: true }
-      if (code === "key_paused") return { text: `This key is paused after a refund or dispute, pending support review${id}.` }
       return { text: "Analyses are paid. Generate or paste a credit key, then buy credits.", buy: true }
     case 409:
       if (code === "in_progress") return { text: "This photo is still being analysed. Retry in a moment; it will not be charged twice.", retry: true }
@@ -71,13 +102,68 @@ function explain(reply) {
     case 502: return { text: `The analysis failed${id}. Nothing was charged and your credit was returned. Try again.`, retry: true }
     case 503:
       if (code === "payment_pending") return { text: `The payment is being confirmed${id}. Retry the same request ${wait(reply.retryAfter)}; never pay again for it.`, retry: true }
-      return { text: `${messageOf(reply) || "The service is unavailable."} Nothing was charged.`, retry: code === "storage_unavailable" }
+      if (code === "model_unavailable") return { text: "Food recognition is not available on this server right now. Nothing was charged. Try again later." }
+      if (code === "payments_unavailable") return { text: `${noPaymentsText()} Nothing was charged.` }
+      return { text: `The service is briefly unavailable${id}. Nothing was charged. Try again in a moment.`, retry: true }
     case 504: return { text: `The analysis took too long${id}. Nothing was charged. Try again.`, retry: true }
     default: return { text: `Unexpected answer (${reply.status}${code ? ` ${code}` : ""}). Nothing was charged.` }
   }
 }
 
-function showMessage(text, { error = false, retry = null, buy = false } = {}) {
+/** What this page can say when it cannot take a payment: only true things about this server. */
+function noPaymentsText() {
+  return x402On()
+    ? "This server does not sell card credits, so this page cannot pay for an analysis. Analyses here are paid per call with x402 (0.01 USDC on Base) by programs and AI agents; see the API reference."
+    : "This server takes no payments yet, so no analysis can be run. Its operator has not switched on card credits or per-call payments."
+}
+
+/** Offers only the payment ways /health says are on; with none the page can use, says so and turns analysis off. */
+function applyPaymentWays() {
+  const notice = $("payments-off")
+  if (cardsOn()) {
+    notice.hidden = true
+    $("key-panel").hidden = false
+    $("analyze").disabled = false
+    return
+  }
+  $("key-panel").hidden = true
+  $("analyze").disabled = true
+  const p = document.createElement("p")
+  p.textContent = noPaymentsText()
+  notice.replaceChildren(p)
+  if (x402On()) {
+    const docs = document.createElement("a")
+    docs.href = "/docs"
+    docs.textContent = "API reference"
+    const more = document.createElement("p")
+    more.append("How to pay per call: the ", docs, ".")
+    notice.append(more)
+  }
+  notice.hidden = false
+}
+
+/** The footer: who runs this server, how to reach them, their terms and privacy policy. */
+function showOperator() {
+  const { name, terms_url: terms, privacy_url: privacy } = operator()
+  const line = $("operator")
+  line.replaceChildren()
+  const parts = []
+  if (name) parts.push([`Run by ${name}`])
+  const link = contactLink()
+  if (link) parts.push(["Support: ", link])
+  for (const [href, label] of [[terms, "Terms and refunds"], [privacy, "Privacy"]]) {
+    if (!href) continue
+    const a = document.createElement("a")
+    a.href = href
+    a.textContent = label
+    a.rel = "noopener"
+    parts.push([a])
+  }
+  if (parts.length === 0) parts.push(["This server's operator has not published a name or a support contact."])
+  for (const [i, part] of parts.entries()) line.append(...(i > 0 ? [" · "] : []), ...part)
+}
+
+function showMessage(text, { error = false, retry = null, buy = false, support = false } = {}) {
   const box = $("message")
   box.replaceChildren()
   box.hidden = false
@@ -85,6 +171,8 @@ function showMessage(text, { error = false, retry = null, buy = false } = {}) {
   const p = document.createElement("p")
   p.textContent = text
   box.append(p)
+  if (support) box.append(contactParagraph("A person reviews paused keys."))
+  if (buy && !cardsOn()) buy = false
   if (retry) box.append(button("Retry the same request", retry))
   if (buy) box.append(button("Buy 500 credits (USD 5.00)", buyCredits))
 }
@@ -108,10 +196,14 @@ async function refreshBalance() {
   const key = currentKey()
   const status = $("key-status")
   if (!key) { status.textContent = "No key yet: generate one or paste yours."; return }
+  if (!cardsOn()) { status.textContent = ""; return }
   const reply = await call("GET", "/v1/credits/balance", { key })
   if (reply.status === 200) {
     const { credits_remaining: credits, blocked } = reply.body
-    status.textContent = blocked ? `Balance: ${credits} credits — key paused pending support review.` : `Balance: ${credits} credits.`
+    status.replaceChildren(blocked ? `Balance: ${credits} credits — key paused pending support review.` : `Balance: ${credits} credits.`)
+    if (blocked) status.append(contactParagraph(""))
+    // A purchase announced earlier is no longer the latest news once the balance has moved.
+    if (state.announced !== undefined && state.announced !== credits) clearReturn()
   } else if (reply.status === 401) {
     status.textContent = "This key is not active yet: buy credits to activate it."
   } else {
@@ -119,7 +211,14 @@ async function refreshBalance() {
   }
 }
 
+function clearReturn() {
+  $("return-panel").hidden = true
+  $("return-panel").replaceChildren()
+  state.announced = undefined
+}
+
 function generateKey() {
+  clearReturn()
   const key = keyPrefix() + randomHex(32)
   $("key").value = key
   saveKey(key)
@@ -142,6 +241,7 @@ function storedOrder(key) {
 }
 
 async function buyCredits() {
+  clearReturn()
   const key = currentKey()
   if (!key) { showMessage("Generate or paste a credit key first; the credits are added to it.", { error: true }); return }
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -166,7 +266,13 @@ async function buyCredits() {
 async function handleReturn() {
   const params = new URLSearchParams(location.search)
   const panel = $("return-panel")
-  const say = (text) => { panel.hidden = false; panel.textContent = text }
+  const say = (text, balance) => {
+    panel.hidden = false
+    const p = document.createElement("p")
+    p.textContent = text
+    panel.replaceChildren(p, contactParagraph("Questions about a payment or a refund?"))
+    state.announced = balance
+  }
   if (location.pathname === "/checkout/cancel") {
     say("Checkout canceled. Nothing was charged. You can buy credits again at any time with the same order.")
   } else if (location.pathname === "/checkout/success") {
@@ -177,14 +283,14 @@ async function handleReturn() {
       const reply = await call("POST", "/v1/credits/confirm", { key, body: { session_id: sessionId } })
       if (reply.status === 200) {
         localStorage.removeItem(ORDER_STORE)
-        say(`Payment received: your balance is ${reply.body.credits_remaining} credits.`)
+        say(`Payment received: your balance is ${reply.body.credits_remaining} credits.`, reply.body.credits_remaining)
       } else say(`Payment received; the credits are on their way. ${explain(reply).text}`)
     } else {
       const orderId = params.get("order_id") ?? storedOrder(key)
       const reply = orderId ? await call("POST", "/v1/credits/checkout-status", { key, body: { order_id: orderId } }) : null
       if (reply?.status === 200) {
         if (reply.body.state === "paid") localStorage.removeItem(ORDER_STORE)
-        say(`Order ${reply.body.state}: your balance is ${reply.body.credits_remaining} credits.`)
+        say(`Order ${reply.body.state}: your balance is ${reply.body.credits_remaining} credits.`, reply.body.credits_remaining)
       } else say("Payment received. The credits are added within moments; refresh the balance shortly.")
     }
   } else return
@@ -193,72 +299,30 @@ async function handleReturn() {
 
 // ---- the photo ----
 
-const loadImage = (blob) =>
-  new Promise((resolve, reject) => {
-    const url = URL.createObjectURL(blob)
-    const img = new Image()
-    img.onload = () => resolve({ img, url })
-    img.onerror = () => { URL.revokeObjectURL(url); reject(new Error("unreadable")) }
-    img.src = url
-  })
-
-const toBase64 = (blob) =>
-  new Promise((resolve) => {
-    const reader = new FileReader()
-    reader.onload = () => resolve(String(reader.result).split(",", 2)[1])
-    reader.readAsDataURL(blob)
-  })
-
-/** Fits a photo into the service's limits (2 MB, 2048 px a side) by scaling and re-encoding as JPEG. */
-async function shrink(img) {
-  const scale = Math.min(1, MAX_SIDE / Math.max(img.naturalWidth, img.naturalHeight))
-  let width = Math.max(MIN_SIDE, Math.round(img.naturalWidth * scale))
-  let height = Math.max(MIN_SIDE, Math.round(img.naturalHeight * scale))
-  for (let quality = 0.9; ; quality -= 0.1) {
-    const canvas = document.createElement("canvas")
-    canvas.width = width
-    canvas.height = height
-    canvas.getContext("2d").drawImage(img, 0, 0, width, height)
-    const blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/jpeg", Math.max(quality, 0.5)))
-    if (blob && blob.size <= MAX_BYTES) return blob
-    if (quality <= 0.5) { width = Math.round(width * 0.8); height = Math.round(height * 0.8) }
-  }
+/** Everything that belongs to the previous photo goes: its request, result, message and weighed total. */
+function forgetPhoto() {
+  state.photo = null
+  state.pending = null
+  const preview = $("preview")
+  if (preview.src.startsWith("blob:")) URL.revokeObjectURL(preview.src)
+  preview.hidden = true
+  preview.removeAttribute("src")
+  $("grams").value = ""
+  $("message").hidden = true
+  clearResult()
 }
 
 async function choosePhoto() {
   const file = $("photo").files[0]
   const status = $("photo-status")
-  state.photo = null
-  state.pending = null
-  $("preview").hidden = true
+  forgetPhoto()
   if (!file) { status.textContent = ""; return }
-  if (file.type !== "image/jpeg" && file.type !== "image/png") {
-    status.textContent = `This file is ${file.type || "not an image"}. Choose a JPEG or PNG photo.`
-    return
-  }
-  let loaded
-  try {
-    loaded = await loadImage(file)
-  } catch {
-    status.textContent = "This photo cannot be read. Choose another JPEG or PNG photo."
-    return
-  }
-  const { img, url } = loaded
-  if (img.naturalWidth < MIN_SIDE || img.naturalHeight < MIN_SIDE) {
-    URL.revokeObjectURL(url)
-    status.textContent = `This image is only ${img.naturalWidth} × ${img.naturalHeight} px; the service needs at least ${MIN_SIDE} px a side.`
-    return
-  }
-  let blob = file
-  let note = `${img.naturalWidth} × ${img.naturalHeight} px, ${(file.size / 1e6).toFixed(2)} MB.`
-  if (file.size > MAX_BYTES || img.naturalWidth > MAX_SIDE || img.naturalHeight > MAX_SIDE) {
-    blob = await shrink(img)
-    note += ` Shrunk to ${(blob.size / 1e6).toFixed(2)} MB to fit the 2 MB limit.`
-  }
-  $("preview").src = url
+  const photo = await preparePhoto(file)
+  if (photo.error) { status.textContent = photo.error; return }
+  $("preview").src = photo.url
   $("preview").hidden = false
-  state.photo = { base64: await toBase64(blob), mime: blob.type || file.type }
-  status.textContent = note
+  state.photo = { base64: photo.base64, mime: photo.mime }
+  status.textContent = photo.note
 }
 
 // ---- analysis ----
@@ -272,9 +336,10 @@ function analysisRequest() {
 
 async function analyze(event) {
   event?.preventDefault()
-  if (!state.photo) { showMessage("Choose a JPEG or PNG photo of the meal first.", { error: true }); return }
+  if (!state.photo) { clearResult(); showMessage("Choose or take a photo of the meal first.", { error: true }); return }
   const grams = $("grams").value.trim()
   if (grams !== "" && !(Number(grams) >= 1 && Number(grams) <= 5000 && /^\d+(\.\d{1,2})?$/.test(grams))) {
+    clearResult()
     showMessage("The weighed total must be between 1 and 5000 grams, with at most two decimals.", { error: true })
     return
   }
@@ -290,6 +355,9 @@ async function analyze(event) {
 async function send(request) {
   const analyzeButton = $("analyze")
   analyzeButton.disabled = true
+  // The previous meal and any purchase notice go before the new answer arrives: what stays on screen is this one's.
+  clearResult()
+  clearReturn()
   showMessage("Analysing the photo…")
   const headers = { "Idempotency-Key": request.key }
   if (request.scenario) headers["Sandbox-Scenario"] = request.scenario
@@ -301,8 +369,9 @@ async function send(request) {
     refreshBalance()
     return
   }
-  const { text, retry, buy } = explain(reply)
-  showMessage(text, { error: true, retry: retry ? () => send(request) : null, buy })
+  const { text, retry, buy, support } = explain(reply)
+  showMessage(text, { error: true, retry: retry ? () => send(request) : null, buy, support })
+  refreshBalance()
 }
 
 // ---- start ----
@@ -310,6 +379,8 @@ async function send(request) {
 async function start() {
   const health = await call("GET", "/health")
   state.health = health.status === 200 ? health.body : null
+  applyPaymentWays()
+  showOperator()
   if (state.health?.sandbox) {
     $("sandbox-banner").hidden = false
     $("scenario-row").hidden = false

@@ -3,14 +3,37 @@ const $ = (id) => document.getElementById(id)
 
 const fmt = (n, digits = 1) => Number(n).toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
 
-function cells(tr, values, tag = "td") {
-  for (const value of values) {
+/** The column of each cell: its label (shown above the figure on an item card) and its class. */
+const COLUMNS = [
+  { label: "Component", className: "name" },
+  { label: "Grams" },
+  { label: "kcal" },
+  { label: "Protein g" },
+  { label: "Carbs g" },
+  { label: "Fat g" },
+  { label: "Source", className: "source" }
+]
+
+function cells(tr, values, tag = "td", from = 0) {
+  values.forEach((value, i) => {
     const cell = document.createElement(tag)
+    const column = COLUMNS[from + i]
+    cell.dataset.label = column.label
+    if (column.className) cell.className = column.className
     if (value instanceof Node) cell.append(value)
     else cell.textContent = value
     tr.append(cell)
-  }
+  })
   return tr
+}
+
+/** Takes the previous meal off the page, so a new analysis or an error never sits beside it. */
+export function clear() {
+  $("result").hidden = true
+  $("rows").replaceChildren()
+  $("totals").replaceChildren()
+  $("request-id").textContent = ""
+  $("dish").textContent = "Result"
 }
 
 export function render(result) {
@@ -25,23 +48,23 @@ export function render(result) {
       small.textContent = item.matched_name
       source.append(small)
     }
-    const tr = cells(document.createElement("tr"), [
-      item.name,
-      fmt(item.estimated_grams),
-      fmt(item.nutrition.kcal, 0),
-      fmt(item.nutrition.protein_g),
-      fmt(item.nutrition.carbs_g),
-      fmt(item.nutrition.fat_g),
-      source
-    ])
-    tr.lastChild.className = "source"
-    rows.append(tr)
+    rows.append(
+      cells(document.createElement("tr"), [
+        item.name,
+        fmt(item.estimated_grams),
+        fmt(item.nutrition.kcal, 0),
+        fmt(item.nutrition.protein_g),
+        fmt(item.nutrition.carbs_g),
+        fmt(item.nutrition.fat_g),
+        source
+      ])
+    )
   }
   const t = result.totals
   const total = document.createElement("tr")
   cells(total, ["Total"], "th")
   total.firstChild.scope = "row"
-  cells(total, [fmt(result.estimated_total_grams), fmt(t.kcal, 0), fmt(t.protein_g), fmt(t.carbs_g), fmt(t.fat_g), ""])
+  cells(total, [fmt(result.estimated_total_grams), fmt(t.kcal, 0), fmt(t.protein_g), fmt(t.carbs_g), fmt(t.fat_g), ""], "td", 1)
   $("totals").replaceChildren(total)
   drawChart(t)
   $("request-id").textContent = result.request_id

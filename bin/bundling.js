@@ -1,0 +1,17 @@
+// How morsel is bundled for Node (bin/bundle.js, and the service benchmark's morsel, which must run as shipped).
+
+/** esbuild options shared by every bundle of morsel's code. */
+export const NODE_BUNDLE = {
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20.19",
+  // Less source to read and compile at start; names are kept, so stack traces stay readable.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  logLevel: "warning",
+  // Packages that find their native or WebAssembly files beside their own modules stay in node_modules.
+  external: ["sharp", "@electric-sql/pglite", "@electric-sql/pglite-socket", "msgpackr-extract"],
+  // The CommonJS dependencies require Node's built-in modules, which an ES module has no `require` for.
+  banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' }
+}

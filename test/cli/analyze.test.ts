@@ -1,0 +1,226 @@
+// `morsel analyze` as a person runs it against the sandbox: any phone photo is made to fit the API before it is sent,
+// failures are one line (or JSON under --json), and a payment_pending answer is resumed with one short command.
+import { execFile } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs"
+import { createServer, type Server } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { crc32, deflateSync } from "node:zlib"
+import sharp from "sharp"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { IMAGE_LIMITS } from "../../src/domain/image.ts"
+import { type RunningSandbox, startSandbox } from "../../src/testing.ts"
+import { freePort, root } from "../support/process.ts"
+
+interface Run {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** `morsel …args` from the sources, with only PATH, a state folder and the given variables in its environment. */
+const morsel = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  new Promise<Run>((resolve) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", join(root, "src/cli.ts"), ...args],
+      { cwd: root, env: { PATH: process.env["PATH"] ?? "", MORSEL_STATE_DIR: state, ...env }, timeout: 120_000, maxBuffer: 16_000_000 },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
+    )
+  })
+
+/** Pixels that do not compress away, as a camera's do: a photo of the size phones take weighs megabytes. */
+const noise = (width: number, height: number) => sharp(randomBytes(width * height * 3), { raw: { width, height, channels: 3 } })
+
+/** A PNG file of `width`×`height` by its header, with almost no pixel data behind it. */
+const pngClaiming = (width: number, height: number) => {
+  const chunk = (type: string, data: Buffer) => {
+    const typed = Buffer.concat([Buffer.from(type, "latin1"), data])
+    const length = Buffer.alloc(4)
+    length.writeUInt32BE(data.length)
+    const crc = Buffer.alloc(4)
+    crc.writeUInt32BE(crc32(typed))
+    return Buffer.concat([length, typed, crc])
+  }
+  const header = Buffer.alloc(13)
+  header.writeUInt32BE(width, 0)
+  header.writeUInt32BE(height, 4)
+  header[8] = 8 // bits per channel
+  header[9] = 2 // RGB
+  const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+  return Buffer.concat([signature, chunk("IHDR", header), chunk("IDAT", deflateSync(Buffer.alloc(1000))), chunk("IEND", Buffer.alloc(0))])
+}
+
+let folder = ""
+let state = ""
+let sandbox: RunningSandbox
+/** What reached the API: a pass-through in front of the sandbox records every paid analysis body (x402 sends each twice: unpaid, then paid). */
+let proxy: Server
+let proxyUrl = ""
+const received: Array<{ image_base64: string; mime_type: string }> = []
+let requestsSeen = 0
+
+const units = async (address: string) => {
+  const wallet = (await (await fetch(`${sandbox.url}/sandbox/wallets/${address}`)).json()) as { units: string }
+  return BigInt(wallet.units)
+}
+
+beforeAll(async () => {
+  folder = mkdtempSync(join(tmpdir(), "morsel-analyze-"))
+  state = join(folder, "state")
+  sandbox = await startSandbox()
+  proxy = createServer(async (req, res) => {
+    const chunks: Array<Buffer> = []
+    for await (const chunk of req) chunks.push(chunk as Buffer)
+    const body = Buffer.concat(chunks)
+    requestsSeen++
+    if (req.url === "/v1/analyze" && req.headers["payment-signature"] !== undefined) received.push(JSON.parse(body.toString("utf8")))
+    const headers = Object.fromEntries(Object.entries(req.headers).filter((entry): entry is [string, string] => typeof entry[1] === "string" && entry[0] !== "host"))
+    const answer = await fetch(`${sandbox.url}${req.url}`, { method: req.method ?? "GET", headers, ...(body.length > 0 ? { body } : {}) })
+    res.writeHead(answer.status, Object.fromEntries(answer.headers))
+    res.end(Buffer.from(await answer.arrayBuffer()))
+  })
+  const port = await freePort()
+  await new Promise<void>((resolve) => proxy.listen(port, "127.0.0.1", resolve))
+  proxyUrl = `http://127.0.0.1:${port}`
+}, 120_000)
+
+afterAll(async () => {
+  await new Promise((resolve) => proxy?.close(resolve))
+  await sandbox?.close()
+  rmSync(folder, { recursive: true, force: true })
+})
+
+describe("morsel analyze", () => {
+  it("sends a 4032×3024 phone JPEG turned upright, a 3 MB PNG and a WebP as images the API takes, saying what it did", async () => {
+    const phone = join(folder, "IMG_2041.jpg")
+    // Stored sideways with EXIF orientation 6, as phones store a portrait photo.
+    await noise(4032, 3024).jpeg({ quality: 92 }).withMetadata({ orientation: 6 }).toFile(phone)
+    const png = join(folder, "screenshot.png")
+    await noise(1100, 1000).png().toFile(png)
+    const webp = join(folder, "lunch.webp")
+    await noise(800, 600).webp().toFile(webp)
+
+    const wallet = generatePrivateKey()
+    const paying = ["--base-url", proxyUrl, "--wallet-key", ` ${wallet} `, "--json"]
+    const runs = [await morsel(["analyze", phone, ...paying]), await morsel(["analyze", png, ...paying]), await morsel(["analyze", webp, ...paying])]
+
+    for (const run of runs) {
+      expect(run.code, run.stderr).toBe(0)
+      expect(JSON.parse(run.stdout)).toMatchObject({ estimate: true, model: "sandbox" })
+    }
+    expect(runs[0]!.stderr).toMatch(/^IMG_2041\.jpg: 3024×4032 JPEG \d+\.\d MB → 1536×2048 JPEG \d\.\d MB, turned upright$/m)
+    expect(runs[1]!.stderr).toMatch(/^screenshot\.png: 1100×1000 PNG 3\.\d MB → 1100×1000 JPEG \d\.\d MB$/m)
+    expect(runs[2]!.stderr).toMatch(/^lunch\.webp: 800×600 WebP 0\.\d MB → 800×600 JPEG 0\.\d MB$/m)
+
+    // What reached the API keeps its image rules: JPEG or PNG, 16 to 2048 px a side, at most 2 MB, upright.
+    expect(received).toHaveLength(3)
+    const sizes = []
+    for (const body of received) {
+      const bytes = Buffer.from(body.image_base64, "base64")
+      const meta = await sharp(bytes).metadata()
+      expect(body.mime_type).toBe(`image/${meta.format}`)
+      expect(bytes.length).toBeLessThanOrEqual(IMAGE_LIMITS.maxBytes)
+      expect(Math.max(meta.width, meta.height)).toBeLessThanOrEqual(2048)
+      expect(meta.orientation ?? 1).toBe(1)
+      sizes.push([meta.width, meta.height])
+    }
+    expect(sizes).toEqual([
+      [1536, 2048],
+      [1100, 1000],
+      [800, 600]
+    ])
+    // Three results, three cents.
+    expect(await units(privateKeyToAccount(wallet).address)).toBe(100_000_000n - 30_000n)
+  }, 240_000)
+
+  it("refuses a 60 MB file before reading it, a HEIC it cannot read and a decompression bomb, each in one line and sending nothing", async () => {
+    const huge = join(folder, "huge.png")
+    writeFileSync(huge, "")
+    truncateSync(huge, 60_000_000) // sparse: reading it whole would take 60 MB of memory
+    const heic = join(folder, "IMG_2042.HEIC")
+    const header = Buffer.alloc(4096)
+    header.writeUInt32BE(24, 0)
+    header.write("ftypheic\0\0\0\0mif1heic", 4, "latin1")
+    writeFileSync(heic, header)
+    // A PNG whose header claims 20000×20000 pixels (a decompression bomb), in a few hundred bytes.
+    const bomb = join(folder, "bomb.png")
+    writeFileSync(bomb, pngClaiming(20_000, 20_000))
+    const before = requestsSeen
+    const wallet = ["--base-url", proxyUrl, "--wallet-key", generatePrivateKey()]
+    const [tooLarge, unreadable, asJson, tooManyPixels] = [
+      await morsel(["analyze", huge, ...wallet]),
+      await morsel(["analyze", heic, ...wallet]),
+      await morsel(["analyze", huge, ...wallet, "--json"]),
+      await morsel(["analyze", bomb, ...wallet])
+    ]
+
+    expect([tooLarge.code, tooLarge.stdout, tooLarge.stderr]).toEqual([1, "", "morsel: huge.png is 60.0 MB, larger than any photo (at most 50.0 MB): choose the photo itself\n"])
+    expect(unreadable.code).toBe(1)
+    expect(unreadable.stderr).toBe(
+      "morsel: IMG_2042.HEIC is a HEIC photo, which morsel cannot read: export it as JPEG (on an iPhone, Settings → Camera → Formats → Most Compatible)\n"
+    )
+    expect(asJson.code).toBe(1)
+    expect(JSON.parse(asJson.stdout)).toEqual({
+      error: { code: "photo_too_large", message: "huge.png is 60.0 MB, larger than any photo (at most 50.0 MB): choose the photo itself" }
+    })
+    expect(tooManyPixels.stderr).toBe("morsel: bomb.png is 20000×20000 pixels, more than any photo (at most 268 million pixels)\n")
+    expect(requestsSeen).toBe(before)
+  }, 120_000)
+
+  it("--scenario reaches the sandbox; refusals are one line, or the server's JSON under --json; an unreachable server names the fix", async () => {
+    const photo = join(folder, "plate.jpg")
+    await noise(320, 240).jpeg().toFile(photo)
+    const wallet = generatePrivateKey()
+    const address = privateKeyToAccount(wallet).address
+    const paying = ["--base-url", sandbox.url, "--wallet-key", wallet]
+    const nowhere = `http://127.0.0.1:${await freePort()}`
+    const [noFood, noFoodJson, unreachable] = [
+      await morsel(["analyze", photo, ...paying, "--scenario", "no_food"]),
+      await morsel(["analyze", photo, ...paying, "--scenario", "no_food", "--json"]),
+      await morsel(["analyze", photo, "--wallet-key", wallet], { MORSEL_BASE_URL: nowhere })
+    ]
+
+    expect(noFood.code).toBe(1)
+    expect(noFood.stdout).toBe("")
+    expect(noFood.stderr.trimEnd().split("\n")).toHaveLength(1)
+    expect(noFood.stderr).toMatch(/^morsel: HTTP 422 no_food_detected: /)
+    expect(noFoodJson.code).toBe(1)
+    expect(JSON.parse(noFoodJson.stdout)).toMatchObject({ status: 422, error: { code: "no_food_detected" } })
+    expect(unreachable.code).toBe(1)
+    expect(unreachable.stderr.trimEnd().split("\n")).toHaveLength(1)
+    expect(unreachable.stderr).toContain(`cannot reach the morsel server at ${nowhere}`)
+    expect(unreachable.stderr).toContain("start one with `morsel serve --sandbox`, or give --base-url or set MORSEL_BASE_URL")
+    // Nothing was charged for any of them.
+    expect(await units(address)).toBe(100_000_000n)
+  }, 120_000)
+
+  it("payment_pending: one short line to resume; --resume sends the identical retry, which settles once", async () => {
+    const photo = join(folder, "soup.jpg")
+    await noise(640, 480).jpeg().toFile(photo)
+    const wallet = generatePrivateKey()
+    const address = privateKeyToAccount(wallet).address
+    const pending = await morsel(["analyze", photo, "--base-url", sandbox.url, "--wallet-key", wallet, "--scenario", "payment_pending"])
+
+    expect(pending.code).toBe(1)
+    const line = pending.stderr.trimEnd()
+    expect(line.split("\n")).toHaveLength(1)
+    const requestId = /morsel analyze --resume ([0-9a-f-]{36})$/.exec(line)?.[1]
+    expect(requestId, line).toBeDefined()
+    expect(line.length).toBeLessThan(200)
+    expect(await units(address)).toBe(100_000_000n)
+
+    // The request_id as a person may copy it: in upper case. No wallet is needed: the signed payment is kept.
+    const resumed = await morsel(["analyze", "--resume", requestId!.toUpperCase(), "--json"])
+    expect(resumed.code, resumed.stderr).toBe(0)
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ request_id: requestId })
+    expect(await units(address)).toBe(100_000_000n - 10_000n)
+
+    const again = await morsel(["analyze", "--resume", requestId!])
+    expect(again.code).toBe(1)
+    expect(again.stderr).toContain(`no pending analysis ${requestId} is kept`)
+    expect(await units(address)).toBe(100_000_000n - 10_000n)
+  }, 120_000)
+})

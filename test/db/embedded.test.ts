@@ -1,0 +1,61 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { embedded, layerFor } from "../../src/db/Database.ts"
+
+/** A migrated embedded database in `dataDir` for the length of `use`, as a server start opens it. */
+const withDatabase = <A, E>(dataDir: string, use: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const context = yield* Layer.build(layerFor(yield* embedded(dataDir)))
+      return yield* Effect.provide(use, context)
+    })
+  )
+
+describe("embedded database", () => {
+  it.effect("a first start creates the folder's database, and a restart finds what it stored", () =>
+    Effect.gen(function* () {
+      const parent = mkdtempSync(join(tmpdir(), "morsel-embedded-"))
+      const dataDir = join(parent, "data")
+      try {
+        yield* withDatabase(
+          dataDir,
+          Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE kept (note text); INSERT INTO kept VALUES ('first start')`)
+        )
+        expect(existsSync(join(dataDir, "PG_VERSION"))).toBe(true)
+        const rows = yield* withDatabase(
+          dataDir,
+          Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ note: string }>`SELECT note FROM kept`)
+        )
+        expect(rows).toEqual([{ note: "first start" }])
+      } finally {
+        rmSync(parent, { recursive: true, force: true })
+      }
+    }), 120_000)
+
+  it.effect("an in-memory database starts empty and migrated", () =>
+    withDatabase(
+      "memory://",
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const [row] = yield* sql<{ requests: number }>`SELECT count(*)::int AS requests FROM analysis_requests`
+        expect(row?.requests).toBe(0)
+      })
+    ), 120_000)
+
+  it.effect("a folder that cannot be created is a clear failure naming it", () =>
+    Effect.gen(function* () {
+      const parent = mkdtempSync(join(tmpdir(), "morsel-embedded-"))
+      const file = join(parent, "a-file")
+      writeFileSync(file, "not a folder")
+      try {
+        const error = yield* Effect.flip(Effect.scoped(embedded(join(file, "data"))))
+        expect(error.message).toContain(join(file, "data"))
+      } finally {
+        rmSync(parent, { recursive: true, force: true })
+      }
+    }))
+})
