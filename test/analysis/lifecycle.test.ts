@@ -17,6 +17,7 @@ import { chickenRice } from "../support/meals.ts"
 import { TestDatabase } from "../support/database.ts"
 import { bearerCredential } from "../support/funding.ts"
 import { startServer } from "../support/server.ts"
+import { settle } from "../support/settle.ts"
 
 const photo = await makeImage(320, 240, "jpeg")
 const body = { image_base64: photo.base64, mime_type: photo.mime }
@@ -113,7 +114,7 @@ describe("request lifecycle", () => {
       }).pipe(Effect.provide(RequestStoreLive), Effect.provide(Layer.succeedContext(database)), Effect.provide(Layer.succeedContext(funding)))
       expect(yield* ledger.balances).toEqual({ alice: 10, bob: 9 })
       yield* TestClock.adjust("5 minutes")
-      yield* Effect.yieldNow()
+      yield* settle(Effect.map(ledger.balances, (b) => b["bob"] === 10))
       const sql = Context.get(database, PgClient.PgClient)
       const [row] = yield* sql<{ status: string; failure_code: string }>`SELECT status, failure_code FROM analysis_requests WHERE idempotency_key = 'lifecycle-orphan-01'`
       expect(row).toEqual({ status: "failed", failure_code: "abandoned" })

@@ -13,6 +13,7 @@ import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { TestDatabase } from "../support/database.ts"
 import { bearerCredential } from "../support/funding.ts"
 import { startServer } from "../support/server.ts"
+import { settle } from "../support/settle.ts"
 
 const SECOND = 1_000
 
@@ -37,12 +38,6 @@ const setup = Effect.gen(function* () {
   const ledger = Context.get(funding, FundingMemoryLedger)
   return { abandonAttempt, leaseMs, ledger }
 })
-
-/** Lets the sweeper's database work (real I/O) finish; `until` ends the wait early. */
-const settle = (until: Effect.Effect<boolean>) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < 100 && !(yield* until); i++) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
-  })
 
 describe("stale attempt sweeper", () => {
   it.scoped("returns the credit of an abandoned attempt within a second of its lease ending, even one started between sweeps", () =>
