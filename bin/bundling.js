@@ -1,5 +1,7 @@
 // How morsel is bundled for Node (bin/bundle.js, and the service benchmark's morsel, which must run as shipped).
 
+import { fileURLToPath } from "node:url"
+
 /** esbuild options shared by every bundle of morsel's code. */
 export const NODE_BUNDLE = {
   bundle: true,
@@ -13,5 +15,7 @@ export const NODE_BUNDLE = {
   // Packages that find their native or WebAssembly files beside their own modules stay in node_modules.
   external: ["sharp", "@electric-sql/pglite", "@electric-sql/pglite-socket", "msgpackr-extract"],
   // The CommonJS dependencies require Node's built-in modules, which an ES module has no `require` for.
+  // undici is evaluated only if used (see undici-on-demand.js).
+  alias: { undici: fileURLToPath(new URL("./undici-on-demand.js", import.meta.url)) },
   banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' }
 }

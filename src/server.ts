@@ -1,5 +1,5 @@
 /** The one composition of the service: routes, middleware, features and infrastructure. */
-import { type Etag, HttpApiScalar, HttpLayerRouter, type HttpPlatform, HttpServer, HttpServerResponse } from "@effect/platform"
+import { type Etag, HttpLayerRouter, type HttpPlatform, HttpServer, HttpServerResponse } from "@effect/platform"
 import type { NodeContext } from "@effect/platform-node"
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
@@ -22,6 +22,7 @@ import { SharedClockLive } from "./db/sharedClock.ts"
 import type { FoodDb } from "./foods/FoodDb.ts"
 import { FoodDbLive } from "./foods/FoodDbLive.ts"
 import { MorselApi } from "./http/Api.ts"
+import { DocsRoute } from "./http/docs.ts"
 import { HealthHttpLive } from "./http/health.ts"
 import { FastLaneLive, ReplayCacheLive } from "./http/fastLane.ts"
 import { nodeServer } from "./http/nodeServer.ts"
@@ -38,8 +39,6 @@ import { type ChainServices, X402Funding, X402Layer } from "./x402/X402Funding.t
 const ApiRoutes = HttpLayerRouter.addHttpApi(MorselApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([HealthHttpLive, AnalysisHttpLive, CreditsApiLive])
 )
-
-const DocsRoute = HttpApiScalar.layerHttpLayerRouter({ api: MorselApi, path: "/docs" })
 
 const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>
   Effect.succeed(

@@ -1,12 +1,12 @@
 /** The Stripe card processor, through the official SDK; selected when STRIPE_SECRET_KEY is set. */
 import { Effect, Layer, Option, Redacted } from "effect"
-import Stripe from "stripe"
+import type Stripe from "stripe"
 import { AppConfig } from "../config.ts"
 import { type CardProcessor, InvalidSignature, Processor, ProcessorDisabled, ProcessorError, type ProcessorSession } from "./Processor.ts"
 import type { SessionParams } from "./sessionParams.ts"
 
-const classify = (error: unknown): ProcessorError => {
-  if (error instanceof Stripe.errors.StripeError) {
+const classify = (sdk: typeof Stripe, error: unknown): ProcessorError => {
+  if (error instanceof sdk.errors.StripeError) {
     const status = error.statusCode
     if (status === 404) return new ProcessorError({ kind: "not_found", message: error.message })
     if (status !== undefined && status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 429) {
@@ -75,13 +75,13 @@ export const clientOptions = (apiBase: Option.Option<URL>): Stripe.StripeConfig 
   })
 })
 
-export const makeStripeProcessor = (settings: {
+export const makeStripeProcessor = (sdk: typeof Stripe, settings: {
   readonly secretKey: Redacted.Redacted
   readonly webhookSecret: Redacted.Redacted
   readonly apiBase: Option.Option<URL>
 }): CardProcessor => {
-  const stripe = new Stripe(Redacted.value(settings.secretKey), clientOptions(settings.apiBase))
-  const call = <A>(f: () => Promise<A>) => Effect.tryPromise({ try: f, catch: classify })
+  const stripe = new sdk(Redacted.value(settings.secretKey), clientOptions(settings.apiBase))
+  const call = <A>(f: () => Promise<A>) => Effect.tryPromise({ try: f, catch: (error) => classify(sdk, error) })
   return {
     enabled: true,
     createSession: (params, idempotencyKey) =>
@@ -124,7 +124,12 @@ export const ProcessorLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     Option.match(config.stripe, {
       onNone: () => ProcessorDisabled,
-      onSome: (settings) => Layer.succeed(Processor, makeStripeProcessor(settings))
+      // The SDK is loaded only when card credits are on (about 4 MiB a server without them does not hold).
+      onSome: (settings) =>
+        Layer.effect(
+          Processor,
+          Effect.promise(() => import("stripe")).pipe(Effect.map(({ default: sdk }) => makeStripeProcessor(sdk, settings)))
+        )
     })
   )
 )

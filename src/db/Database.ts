@@ -6,8 +6,6 @@ import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import { PGlite } from "@electric-sql/pglite"
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Data, Effect, Layer, Option, Redacted } from "effect"
@@ -118,6 +116,10 @@ export const startEmbedded = (dataDir: string, options: { readonly loadDataDir?:
     }
     // A first start creates the database apart; a restart (PG_VERSION present) or a given snapshot needs no initdb.
     if (!inMemory && !existsSync(join(resolve(dataDir), "PG_VERSION"))) yield* initdbApart(resolve(dataDir), undefined)
+    // Loaded only here: a server on DATABASE_URL does not hold the embedded database's code.
+    const [{ PGlite }, { PGLiteSocketServer }] = yield* Effect.promise(() =>
+      Promise.all([import("@electric-sql/pglite"), import("@electric-sql/pglite-socket")])
+    )
     const open = (loadDataDir: Blob | undefined) =>
       Effect.acquireRelease(
         Effect.tryPromise({

@@ -69,7 +69,9 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     const cards = yield* Effect.serviceOption(Processor)
     const serverInstructions = instructions(settings, Option.exists(cards, (processor) => processor.enabled))
     const card = { uri: APP_URI, name: "analyze_food card", title: "Food photo card", mimeType: APP_MIME_TYPE }
-    const cardContents = [{ uri: APP_URI, mimeType: APP_MIME_TYPE, text: appHtml() }]
+    // Made on the first read (hosts keep it for an hour): a server no App host has asked for it does not hold it.
+    let cardHtml: string | undefined
+    const cardContents = () => [{ uri: APP_URI, mimeType: APP_MIME_TYPE, text: (cardHtml ??= appHtml()) }]
 
     /** One tool call through the shared pipeline; every typed failure becomes a tool error, never a protocol error. */
     const analyzeFood = (authorization: Option.Option<string>, args: unknown, meta: Readonly<Record<string, unknown>> | undefined) =>
@@ -109,7 +111,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
       server.setRequestHandler("resources/list", () => ({ resources: [card] }))
       server.setRequestHandler("resources/read", (request) => {
         if (request.params.uri !== APP_URI) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown resource: ${request.params.uri}`)
-        return { contents: cardContents }
+        return { contents: cardContents() }
       })
       server.setRequestHandler("tools/call", async (request): Promise<CallToolResult> => {
         if (request.params.name !== TOOL_NAME) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name}`)
