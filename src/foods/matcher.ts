@@ -21,7 +21,7 @@ import {
 } from "./vocabulary.ts"
 
 /** Reported in every result; bump it whenever ranking, vocabulary or thresholds change. */
-export const MATCHER_VERSION = "usda-match-3"
+export const MATCHER_VERSION = "usda-match-4"
 
 interface IndexedFood {
   readonly record: FoodRecord
@@ -76,6 +76,8 @@ export interface FoodIndex {
   readonly search: MiniSearch<SearchDoc>
   readonly idf: ReadonlyMap<string, number>
   readonly maxIdf: number
+  /** Share of the records holding a word that hold it in their head segment: low for words of form or part ("meat", "seeds", "sticks"). */
+  readonly headShare: ReadonlyMap<string, number>
   /** Generic names ("nuts", "seafood") by their plain key, with the family members that stand for them. */
   readonly families: ReadonlyMap<string, { readonly family: Family; readonly members: ReadonlyArray<FamilyMember> }>
   /** Queries already read against this index: a model names the same few foods again and again. */
@@ -93,7 +95,8 @@ const indexFood = (
   searchDoc: Omit<SearchDoc, "id">
 } => {
   const segments = descriptionSegments(record.description)
-  const tokens = new Set<string>(descriptionAsides(record.description).filter((t) => stateOf(t) === undefined))
+  const asides = descriptionAsides(record.description).filter((t) => stateOf(t) === undefined)
+  const tokens = new Set<string>(asides)
   const states = new Set<StateWord>()
   const contentTokens = new Set<string>()
   for (const token of segments.flat()) {
@@ -123,7 +126,8 @@ const indexFood = (
     names,
     searchDoc: {
       name: headSegment.join(" "),
-      description: segments.flat().join(" "),
+      // Asides often give the food's other name: "Soy sauce made from soy (tamari)", "Fish, salmon, chinook, smoked, (lox)".
+      description: [...segments.flat(), ...asides].join(" "),
       common: [...names].join(" "),
       langual: descriptionSegments(record.descriptors ?? "").flat().join(" "),
       group: descriptionSegments(record.foodGroup ?? "").flat().join(" ")
@@ -154,10 +158,18 @@ export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
   const generic = new Set<string>()
   for (const food of staged) if (food.brands === undefined) for (const token of food.tokens) generic.add(token)
   const df = new Map<string, number>()
-  for (const food of staged) for (const token of food.tokens) df.set(token, (df.get(token) ?? 0) + 1)
+  const headDf = new Map<string, number>()
+  for (const food of staged) {
+    for (const token of food.tokens) df.set(token, (df.get(token) ?? 0) + 1)
+    for (const token of food.head) headDf.set(token, (headDf.get(token) ?? 0) + 1)
+  }
   const n = Math.max(1, staged.length)
   const idf = new Map<string, number>()
-  for (const [token, count] of df) idf.set(token, Math.log((n + 1) / (count + 0.5)))
+  const headShare = new Map<string, number>()
+  for (const [token, count] of df) {
+    idf.set(token, Math.log((n + 1) / (count + 0.5)))
+    headShare.set(token, (headDf.get(token) ?? 0) / count)
+  }
   const foods: Array<IndexedFood> = staged.map((food) => {
     const { contentTokens, headTokens, brands, searchDoc, ...rest } = food
     const weigh = (list: ReadonlyArray<string>) => list.reduce((sum, t) => sum + (idf.get(t) ?? 0), 0)
@@ -172,7 +184,7 @@ export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
     searchOptions: { boost: FIELD_BOOST }
   })
   search.addAll(staged.map((food, id) => ({ id, ...food.searchDoc })))
-  return { size: foods.length, foods, search, idf, maxIdf: Math.log(n + 1), families: familiesOf(foods), prepared: new Map() }
+  return { size: foods.length, foods, search, idf, maxIdf: Math.log(n + 1), headShare, families: familiesOf(foods), prepared: new Map() }
 }
 
 /** Each generic name's family: its ordinary members (no brands, baby foods, diet variants or odd parts), cooked or raw. */
@@ -227,14 +239,20 @@ interface PreparedQuery {
   readonly family: { readonly family: Family; readonly members: ReadonlyArray<FamilyMember>; readonly inForm: (member: FamilyMember) => boolean } | undefined
   /** Records holding the query's head word, with their BM25+ relevance to the whole query (the best is 1). */
   readonly candidates: ReadonlyArray<{ readonly food: number; readonly relevance: number }>
+  /**
+   * Whether the head word may be dropped when no record fits: a word SR28 mostly writes after the food's name, as a
+   * form or part ("celery sticks", "crab meat", "pomegranate seeds"), not one it names foods by ("salad", "roll").
+   */
+  readonly headIsForm: boolean
 }
 
-const prepare = (index: FoodIndex, query: string): PreparedQuery => {
-  const known = index.prepared.get(query)
+const prepare = (index: FoodIndex, query: string, backOff = false): PreparedQuery => {
+  const key = backOff ? `\u0000${query}` : query
+  const known = index.prepared.get(key)
   if (known !== undefined) return known
   if (index.prepared.size >= PREPARED_QUERIES) index.prepared.clear()
-  const prepared = prepareAfresh(index, query)
-  index.prepared.set(query, prepared)
+  const prepared = prepareAfresh(index, query, backOff)
+  index.prepared.set(key, prepared)
   return prepared
 }
 
@@ -285,7 +303,10 @@ const retrieve = (index: FoodIndex, content: ReadonlyArray<{ readonly alternativ
   return hits.map((r) => ({ food: r.id as number, relevance: best > 0 ? r.score / best : 0 }))
 }
 
-const prepareAfresh = (index: FoodIndex, query: string): PreparedQuery => {
+/** Below this share of head-segment use a head word reads as a form or part of the food before it. */
+const FORM_WORD_HEAD_SHARE = 0.5
+
+const prepareAfresh = (index: FoodIndex, query: string, backOff: boolean): PreparedQuery => {
   const terms = joinCompounds(index, queryTerms(query))
   const states = new Set<StateWord>()
   const content: Array<{ alternatives: ReadonlyArray<string>; weight: number }> = []
@@ -303,12 +324,17 @@ const prepareAfresh = (index: FoodIndex, query: string): PreparedQuery => {
     const weight = Math.max(...alternatives.map((w) => index.idf.get(w) ?? index.maxIdf))
     content.push({ alternatives, weight })
   }
+  const last = content[content.length - 1]
+  const headIsForm =
+    content.length >= 2 && last !== undefined && last.alternatives.every((w) => (index.headShare.get(w) ?? 1) < FORM_WORD_HEAD_SHARE)
+  if (backOff && headIsForm) content.pop()
   const family = index.families.get(plainKey(query))
   const methods = [...states].filter((s) => !NOT_COOKING.has(s))
   const raw = [...states].some((s) => RAWISH.has(s))
   return {
     family: family === undefined ? undefined : { ...family, inForm: familyForm(family.family.form, methods, raw) },
     candidates: retrieve(index, content),
+    headIsForm,
     content,
     totalWeight: content.reduce((sum, t) => sum + t.weight, 0),
     words: new Set(content.flatMap((t) => t.alternatives)),
@@ -386,8 +412,8 @@ export const MIN_COVERAGE = 0.6
 export const MIN_SCORE = 2
 
 /** Candidates that could be trusted for a query (head word present, energy and words close enough), best first. */
-export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArray<RankedCandidate> => {
-  const prepared = prepare(index, query.query)
+export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, backOff = false): ReadonlyArray<RankedCandidate> => {
+  const prepared = prepare(index, query.query, backOff)
   if (prepared.content.length === 0 || prepared.totalWeight === 0) return []
   // A trusted match must contain the query's head word, so only records holding it are candidates.
   const headTerm = prepared.content[prepared.content.length - 1]!
@@ -488,5 +514,8 @@ export const matchIn = (index: FoodIndex, query: FoodQuery): Option.Option<FoodM
   const generic = genericMatch(index, query)
   if (generic !== undefined) return Option.some(generic)
   const trusted = rank(index, query, 3).find(isTrusted)
-  return trusted !== undefined ? Option.some(toMatch(trusted.record)) : Option.none()
+  if (trusted !== undefined) return Option.some(toMatch(trusted.record))
+  // "celery sticks" are celery: with no record of the whole name, a head word of form or part is dropped.
+  const backedOff = prepare(index, query.query).headIsForm ? rank(index, query, 3, true).find(isTrusted) : undefined
+  return backedOff !== undefined ? Option.some(toMatch(backedOff.record)) : Option.none()
 }
