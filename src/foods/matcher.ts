@@ -3,7 +3,7 @@ import { Option } from "effect"
 import MiniSearch from "minisearch"
 import type { FoodMatch, FoodQuery } from "./FoodDb.ts"
 import { type Family, FAMILIES, type FamilyMember, type Form, familyMedian } from "./generic.ts"
-import { energyDistance, guessScore, isPlausible } from "./plausibility.ts"
+import { energyDistance, guessScore, isClose, isPlausible } from "./plausibility.ts"
 import { DIET_VARIANT, formOf, isCookedByDefault, oddPartOf, recordPrior } from "./recordTraits.ts"
 import type { FoodRecord } from "./records.ts"
 import { brandWords, descriptionAsides, descriptionSegments, type QueryTerm, queryTerms, plainKey, type StateWord, stateOf, stem } from "./text.ts"
@@ -76,8 +76,6 @@ export interface FoodIndex {
   readonly search: MiniSearch<SearchDoc>
   readonly idf: ReadonlyMap<string, number>
   readonly maxIdf: number
-  /** Share of the records holding a word that hold it in their head segment: low for words of form or part ("meat", "seeds", "sticks"). */
-  readonly headShare: ReadonlyMap<string, number>
   /** Generic names ("nuts", "seafood") by their plain key, with the family members that stand for them. */
   readonly families: ReadonlyMap<string, { readonly family: Family; readonly members: ReadonlyArray<FamilyMember> }>
   /** Queries already read against this index: a model names the same few foods again and again. */
@@ -158,18 +156,10 @@ export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
   const generic = new Set<string>()
   for (const food of staged) if (food.brands === undefined) for (const token of food.tokens) generic.add(token)
   const df = new Map<string, number>()
-  const headDf = new Map<string, number>()
-  for (const food of staged) {
-    for (const token of food.tokens) df.set(token, (df.get(token) ?? 0) + 1)
-    for (const token of food.head) headDf.set(token, (headDf.get(token) ?? 0) + 1)
-  }
+  for (const food of staged) for (const token of food.tokens) df.set(token, (df.get(token) ?? 0) + 1)
   const n = Math.max(1, staged.length)
   const idf = new Map<string, number>()
-  const headShare = new Map<string, number>()
-  for (const [token, count] of df) {
-    idf.set(token, Math.log((n + 1) / (count + 0.5)))
-    headShare.set(token, (headDf.get(token) ?? 0) / count)
-  }
+  for (const [token, count] of df) idf.set(token, Math.log((n + 1) / (count + 0.5)))
   const foods: Array<IndexedFood> = staged.map((food) => {
     const { contentTokens, headTokens, brands, searchDoc, ...rest } = food
     const weigh = (list: ReadonlyArray<string>) => list.reduce((sum, t) => sum + (idf.get(t) ?? 0), 0)
@@ -184,7 +174,7 @@ export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
     searchOptions: { boost: FIELD_BOOST }
   })
   search.addAll(staged.map((food, id) => ({ id, ...food.searchDoc })))
-  return { size: foods.length, foods, search, idf, maxIdf: Math.log(n + 1), headShare, families: familiesOf(foods), prepared: new Map() }
+  return { size: foods.length, foods, search, idf, maxIdf: Math.log(n + 1), families: familiesOf(foods), prepared: new Map() }
 }
 
 /** Each generic name's family: its ordinary members (no brands, baby foods, diet variants or odd parts), cooked or raw. */
@@ -239,11 +229,8 @@ interface PreparedQuery {
   readonly family: { readonly family: Family; readonly members: ReadonlyArray<FamilyMember>; readonly inForm: (member: FamilyMember) => boolean } | undefined
   /** Records holding the query's head word, with their BM25+ relevance to the whole query (the best is 1). */
   readonly candidates: ReadonlyArray<{ readonly food: number; readonly relevance: number }>
-  /**
-   * Whether the head word may be dropped when no record fits: a word SR28 mostly writes after the food's name, as a
-   * form or part ("celery sticks", "crab meat", "pomegranate seeds"), not one it names foods by ("salad", "roll").
-   */
-  readonly headIsForm: boolean
+  /** Whether the head word may give way to the food before it ("celery sticks"): the query has one, and SR28 knows the head word. */
+  readonly canBackOff: boolean
 }
 
 const prepare = (index: FoodIndex, query: string, backOff = false): PreparedQuery => {
@@ -303,9 +290,6 @@ const retrieve = (index: FoodIndex, content: ReadonlyArray<{ readonly alternativ
   return hits.map((r) => ({ food: r.id as number, relevance: best > 0 ? r.score / best : 0 }))
 }
 
-/** Below this share of head-segment use a head word reads as a form or part of the food before it. */
-const FORM_WORD_HEAD_SHARE = 0.5
-
 const prepareAfresh = (index: FoodIndex, query: string, backOff: boolean): PreparedQuery => {
   const terms = joinCompounds(index, queryTerms(query))
   const states = new Set<StateWord>()
@@ -324,17 +308,16 @@ const prepareAfresh = (index: FoodIndex, query: string, backOff: boolean): Prepa
     const weight = Math.max(...alternatives.map((w) => index.idf.get(w) ?? index.maxIdf))
     content.push({ alternatives, weight })
   }
-  const last = content[content.length - 1]
-  const headIsForm =
-    content.length >= 2 && last !== undefined && last.alternatives.every((w) => (index.headShare.get(w) ?? 1) < FORM_WORD_HEAD_SHARE)
-  if (backOff && headIsForm) content.pop()
+  // An unknown head names a food SR28 lacks ("chicken shawarma"): it never gives way, and the model's numbers stand.
+  const canBackOff = content.length >= 2 && content[content.length - 1]!.alternatives.some((w) => index.idf.has(w))
+  if (backOff && canBackOff) content.pop()
   const family = index.families.get(plainKey(query))
   const methods = [...states].filter((s) => !NOT_COOKING.has(s))
   const raw = [...states].some((s) => RAWISH.has(s))
   return {
     family: family === undefined ? undefined : { ...family, inForm: familyForm(family.family.form, methods, raw) },
     candidates: retrieve(index, content),
-    headIsForm,
+    canBackOff,
     content,
     totalWeight: content.reduce((sum, t) => sum + t.weight, 0),
     words: new Set(content.flatMap((t) => t.alternatives)),
@@ -412,8 +395,15 @@ export const MIN_COVERAGE = 0.6
 export const MIN_SCORE = 2
 
 /** Candidates that could be trusted for a query (head word present, energy and words close enough), best first. */
-export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, backOff = false): ReadonlyArray<RankedCandidate> => {
-  const prepared = prepare(index, query.query, backOff)
+/** How a query is read: whole, or without its last word ("celery sticks" as "celery"); judged with the model's estimate, or without it. */
+export interface Reading {
+  readonly backOff?: boolean
+  readonly ignoreGuess?: boolean
+}
+
+export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Reading = {}): ReadonlyArray<RankedCandidate> => {
+  const prepared = prepare(index, query.query, reading.backOff === true)
+  const judgeByGuess = reading.ignoreGuess !== true
   if (prepared.content.length === 0 || prepared.totalWeight === 0) return []
   // A trusted match must contain the query's head word, so only records holding it are candidates.
   const headTerm = prepared.content[prepared.content.length - 1]!
@@ -454,7 +444,7 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, backOff = fa
     if (food.headNoun !== undefined && CLASS_HEADS.has(food.headNoun)) for (const w of headTerm.alternatives) if (food.specific.has(w)) specificHit = true
     // Another name SR28 gives the food is as good as its own ("kasha" names "Buckwheat groats").
     for (const w of headTerm.alternatives) if (food.names.has(w)) specificHit = true
-    const guess = guessScore(food.record.per100g, query.guessPer100g)
+    const guess = judgeByGuess ? guessScore(food.record.per100g, query.guessPer100g) : 0
     const text = 3 * coverage + RELEVANCE_WEIGHT * relevance
     // The record names another food unless its head noun, or its specific name, is what the query asks for.
     const nounFits = food.headNoun === undefined || prepared.words.has(food.headNoun) || specificHit
@@ -468,7 +458,7 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, backOff = fa
     const food = index.foods[candidate.food]!
     if (food.babyFood && !prepared.wantsBabyFood) continue
     // Cheap checks first: a record too far from the guess, or sharing too few words, can never be trusted.
-    if (!isPlausible(food.record.per100g, query.guessPer100g)) continue
+    if (judgeByGuess && !isPlausible(food.record.per100g, query.guessPer100g)) continue
     if (matchedWeight(food) < MIN_COVERAGE * prepared.totalWeight) continue
     const { score } = assess(food, candidate.relevance)
     if (best.length === limit && score <= best[limit - 1]!.score) continue
@@ -515,7 +505,10 @@ export const matchIn = (index: FoodIndex, query: FoodQuery): Option.Option<FoodM
   if (generic !== undefined) return Option.some(generic)
   const trusted = rank(index, query, 3).find(isTrusted)
   if (trusted !== undefined) return Option.some(toMatch(trusted.record))
-  // "celery sticks" are celery: with no record of the whole name, a head word of form or part is dropped.
-  const backedOff = prepare(index, query.query).headIsForm ? rank(index, query, 3, true).find(isTrusted) : undefined
-  return backedOff !== undefined ? Option.some(toMatch(backedOff.record)) : Option.none()
+  // With no record of the whole name, the food before its last word stands for it ("celery sticks" are celery, "crab
+  // meat" crab) only if that food's usual record, chosen without the estimate, agrees with the estimate on all four
+  // values: a last word of form or part leaves the food as it is, a dish's name does not ("chicken curry" is no chicken).
+  if (!prepare(index, query.query).canBackOff) return Option.none()
+  const usual = rank(index, query, 1, { backOff: true, ignoreGuess: true }).find(isTrusted)
+  return usual !== undefined && isClose(usual.record.per100g, query.guessPer100g) ? Option.some(toMatch(usual.record)) : Option.none()
 }

@@ -286,12 +286,14 @@ describe.skipIf(!hasSr28)("matcher on the full SR28 set", () => {
     expect(generic("mixed nuts", macros(600, 19, 22, 53)).name).toMatch(/^Nuts, mixed nuts, /)
   })
 
-  it("reads a last word of form or part as the food before it, but not a dish's own name", async () => {
+  it("reads a last word of form or part as the food before it, but not a dish's name", async () => {
     const idx = await getIndex()
     const id = (query: string, guess: ReturnType<typeof macros>) => Option.map(matchIn(idx, { query, guessPer100g: guess }), (m) => m.fdcId)
     expect(id("celery sticks", macros(16, 0.7, 3, 0.2))).toEqual(Option.some("11143"))
     expect(id("crab meat", macros(85, 18, 0, 0.8))).toEqual(Option.some("15140"))
-    // "salad" and "roll" name foods in SR28: these dishes keep the model's numbers.
+    // A dish's name changes what 100 g holds: the usual chicken or egg is far from the estimate, and the guess stands.
+    expect(id("chicken curry", macros(150, 12, 6, 8.5))).toEqual(Option.none())
+    expect(id("egg sandwich", macros(250, 11, 25, 12))).toEqual(Option.none())
     expect(id("caesar salad", macros(190, 4.5, 6, 16.5))).toEqual(Option.none())
     expect(id("sushi roll", macros(150, 5, 28, 2))).toEqual(Option.none())
     // Other names in a description's asides are searched; dry roasting is roasting; hard-boiled is boiled.
