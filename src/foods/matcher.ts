@@ -3,7 +3,7 @@ import { Option } from "effect"
 import MiniSearch from "minisearch"
 import type { FoodMatch, FoodQuery } from "./FoodDb.ts"
 import { type Family, FAMILIES, type FamilyMember, type Form, familyMedian } from "./generic.ts"
-import { energyDistance, guessScore, isPlausible } from "./plausibility.ts"
+import { energyDistance, guessScore, isClose, isPlausible } from "./plausibility.ts"
 import { DIET_VARIANT, formOf, isCookedByDefault, oddPartOf, recordPrior } from "./recordTraits.ts"
 import type { FoodRecord } from "./records.ts"
 import { brandWords, descriptionAsides, descriptionSegments, type QueryTerm, queryTerms, plainKey, type StateWord, stateOf, stem } from "./text.ts"
@@ -21,7 +21,7 @@ import {
 } from "./vocabulary.ts"
 
 /** Reported in every result; bump it whenever ranking, vocabulary or thresholds change. */
-export const MATCHER_VERSION = "usda-match-3"
+export const MATCHER_VERSION = "usda-match-4"
 
 interface IndexedFood {
   readonly record: FoodRecord
@@ -93,7 +93,8 @@ const indexFood = (
   searchDoc: Omit<SearchDoc, "id">
 } => {
   const segments = descriptionSegments(record.description)
-  const tokens = new Set<string>(descriptionAsides(record.description).filter((t) => stateOf(t) === undefined))
+  const asides = descriptionAsides(record.description).filter((t) => stateOf(t) === undefined)
+  const tokens = new Set<string>(asides)
   const states = new Set<StateWord>()
   const contentTokens = new Set<string>()
   for (const token of segments.flat()) {
@@ -123,7 +124,8 @@ const indexFood = (
     names,
     searchDoc: {
       name: headSegment.join(" "),
-      description: segments.flat().join(" "),
+      // Asides often give the food's other name: "Soy sauce made from soy (tamari)", "Fish, salmon, chinook, smoked, (lox)".
+      description: [...segments.flat(), ...asides].join(" "),
       common: [...names].join(" "),
       langual: descriptionSegments(record.descriptors ?? "").flat().join(" "),
       group: descriptionSegments(record.foodGroup ?? "").flat().join(" ")
@@ -227,14 +229,17 @@ interface PreparedQuery {
   readonly family: { readonly family: Family; readonly members: ReadonlyArray<FamilyMember>; readonly inForm: (member: FamilyMember) => boolean } | undefined
   /** Records holding the query's head word, with their BM25+ relevance to the whole query (the best is 1). */
   readonly candidates: ReadonlyArray<{ readonly food: number; readonly relevance: number }>
+  /** Whether the head word may give way to the food before it ("celery sticks"): the query has one, and SR28 knows the head word. */
+  readonly canBackOff: boolean
 }
 
-const prepare = (index: FoodIndex, query: string): PreparedQuery => {
-  const known = index.prepared.get(query)
+const prepare = (index: FoodIndex, query: string, backOff = false): PreparedQuery => {
+  const key = backOff ? `\u0000${query}` : query
+  const known = index.prepared.get(key)
   if (known !== undefined) return known
   if (index.prepared.size >= PREPARED_QUERIES) index.prepared.clear()
-  const prepared = prepareAfresh(index, query)
-  index.prepared.set(query, prepared)
+  const prepared = prepareAfresh(index, query, backOff)
+  index.prepared.set(key, prepared)
   return prepared
 }
 
@@ -285,7 +290,7 @@ const retrieve = (index: FoodIndex, content: ReadonlyArray<{ readonly alternativ
   return hits.map((r) => ({ food: r.id as number, relevance: best > 0 ? r.score / best : 0 }))
 }
 
-const prepareAfresh = (index: FoodIndex, query: string): PreparedQuery => {
+const prepareAfresh = (index: FoodIndex, query: string, backOff: boolean): PreparedQuery => {
   const terms = joinCompounds(index, queryTerms(query))
   const states = new Set<StateWord>()
   const content: Array<{ alternatives: ReadonlyArray<string>; weight: number }> = []
@@ -303,12 +308,16 @@ const prepareAfresh = (index: FoodIndex, query: string): PreparedQuery => {
     const weight = Math.max(...alternatives.map((w) => index.idf.get(w) ?? index.maxIdf))
     content.push({ alternatives, weight })
   }
+  // An unknown head names a food SR28 lacks ("chicken shawarma"): it never gives way, and the model's numbers stand.
+  const canBackOff = content.length >= 2 && content[content.length - 1]!.alternatives.some((w) => index.idf.has(w))
+  if (backOff && canBackOff) content.pop()
   const family = index.families.get(plainKey(query))
   const methods = [...states].filter((s) => !NOT_COOKING.has(s))
   const raw = [...states].some((s) => RAWISH.has(s))
   return {
     family: family === undefined ? undefined : { ...family, inForm: familyForm(family.family.form, methods, raw) },
     candidates: retrieve(index, content),
+    canBackOff,
     content,
     totalWeight: content.reduce((sum, t) => sum + t.weight, 0),
     words: new Set(content.flatMap((t) => t.alternatives)),
@@ -386,8 +395,15 @@ export const MIN_COVERAGE = 0.6
 export const MIN_SCORE = 2
 
 /** Candidates that could be trusted for a query (head word present, energy and words close enough), best first. */
-export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArray<RankedCandidate> => {
-  const prepared = prepare(index, query.query)
+/** How a query is read: whole, or without its last word ("celery sticks" as "celery"); judged with the model's estimate, or without it. */
+export interface Reading {
+  readonly backOff?: boolean
+  readonly ignoreGuess?: boolean
+}
+
+export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Reading = {}): ReadonlyArray<RankedCandidate> => {
+  const prepared = prepare(index, query.query, reading.backOff === true)
+  const judgeByGuess = reading.ignoreGuess !== true
   if (prepared.content.length === 0 || prepared.totalWeight === 0) return []
   // A trusted match must contain the query's head word, so only records holding it are candidates.
   const headTerm = prepared.content[prepared.content.length - 1]!
@@ -428,7 +444,7 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
     if (food.headNoun !== undefined && CLASS_HEADS.has(food.headNoun)) for (const w of headTerm.alternatives) if (food.specific.has(w)) specificHit = true
     // Another name SR28 gives the food is as good as its own ("kasha" names "Buckwheat groats").
     for (const w of headTerm.alternatives) if (food.names.has(w)) specificHit = true
-    const guess = guessScore(food.record.per100g, query.guessPer100g)
+    const guess = judgeByGuess ? guessScore(food.record.per100g, query.guessPer100g) : 0
     const text = 3 * coverage + RELEVANCE_WEIGHT * relevance
     // The record names another food unless its head noun, or its specific name, is what the query asks for.
     const nounFits = food.headNoun === undefined || prepared.words.has(food.headNoun) || specificHit
@@ -442,7 +458,7 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5): ReadonlyArr
     const food = index.foods[candidate.food]!
     if (food.babyFood && !prepared.wantsBabyFood) continue
     // Cheap checks first: a record too far from the guess, or sharing too few words, can never be trusted.
-    if (!isPlausible(food.record.per100g, query.guessPer100g)) continue
+    if (judgeByGuess && !isPlausible(food.record.per100g, query.guessPer100g)) continue
     if (matchedWeight(food) < MIN_COVERAGE * prepared.totalWeight) continue
     const { score } = assess(food, candidate.relevance)
     if (best.length === limit && score <= best[limit - 1]!.score) continue
@@ -488,5 +504,11 @@ export const matchIn = (index: FoodIndex, query: FoodQuery): Option.Option<FoodM
   const generic = genericMatch(index, query)
   if (generic !== undefined) return Option.some(generic)
   const trusted = rank(index, query, 3).find(isTrusted)
-  return trusted !== undefined ? Option.some(toMatch(trusted.record)) : Option.none()
+  if (trusted !== undefined) return Option.some(toMatch(trusted.record))
+  // With no record of the whole name, the food before its last word stands for it ("celery sticks" are celery, "crab
+  // meat" crab) only if that food's usual record, chosen without the estimate, agrees with the estimate on all four
+  // values: a last word of form or part leaves the food as it is, a dish's name does not ("chicken curry" is no chicken).
+  if (!prepare(index, query.query).canBackOff) return Option.none()
+  const usual = rank(index, query, 1, { backOff: true, ignoreGuess: true }).find(isTrusted)
+  return usual !== undefined && isClose(usual.record.per100g, query.guessPer100g) ? Option.some(toMatch(usual.record)) : Option.none()
 }

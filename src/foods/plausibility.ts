@@ -33,6 +33,10 @@ export const isPlausible = (record: Nutrition, guess: Nutrition): boolean =>
 
 const within = (r: number, max: number) => !(r > max || r * max < 1)
 
+/** Every nutrient of the record is within the guess's own error (TOLERATED_DISTANCE): the guess may well be of this food. */
+export const isClose = (record: Nutrition, guess: Nutrition): boolean =>
+  KEYS.every((key) => Math.abs(Math.log(ratio(record, guess, key))) <= TOLERATED_DISTANCE)
+
 /** |ln ratio| of the record's energy to the guess (smoothed). */
 export const energyDistance = (record: Nutrition, guess: Nutrition) => Math.abs(Math.log(ratio(record, guess, "kcal")))
 

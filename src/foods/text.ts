@@ -4,6 +4,8 @@ import { stemmer as porter } from "stemmer"
 /** USDA phrases whose words mean something else alone ("dry heat" is cooked, not dry). Applied to both sides. */
 const SHARED_PHRASES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\bdry[ -]heat\b/g, " dryheat "],
+  // Roasting without oil is roasting: "Nuts, almonds, dry roasted" is no dry form of almonds.
+  [/\bdry[ -]roasted\b/g, " roasted "],
   [/\bmoist[ -]heat\b/g, " moistheat "],
   [/\bhard[ -]boiled\b/g, " hardboiled "],
   [/\bsoft[ -]boiled\b/g, " softboiled "],

@@ -8,7 +8,7 @@ export const FRIED: ReadonlySet<StateWord> = new Set(["fried", "panfried"])
 
 /** Which record states satisfy a preparation the query names, best first. */
 export const EQUIVALENT: Partial<Record<StateWord, ReadonlyArray<StateWord>>> = {
-  boiled: ["boiled", "cooked", "moistheat", "simmered", "stewed", "steamed", "poached"],
+  boiled: ["boiled", "hardboiled", "softboiled", "cooked", "moistheat", "simmered", "stewed", "steamed", "poached"],
   steamed: ["steamed", "boiled", "cooked", "moistheat"],
   grilled: ["grilled", "broiled", "roasted", "dryheat", "baked"],
   broiled: ["broiled", "grilled", "roasted", "dryheat", "baked"],

@@ -232,39 +232,41 @@ describe.skipIf(!hasSr28)("matcher on the full SR28 set", () => {
   })
 
   // The evaluation is seeded, so these floors are the measured figures (rounded), not estimates. The held-out fifth
-  // is the honest one: the matcher was never tuned on its foods.
+  // is the honest one: the matcher was never tuned on its foods. Issue #29 grew the dev set by 97 foods and 41 dishes
+  // of the kinds real photos were missed on; the floors are what the grown set shows, lower than the old set's.
   it("holds the accuracy floors on the tuned four fifths and on the held-out fifth of the dev set", async () => {
     const idx = await getIndex()
     const tuned = evaluateFoods((query) => matchIn(idx, query), 5, 42, TUNING_FOODS)
-    expect(tuned.accuracy).toBeGreaterThanOrEqual(0.935)
-    expect(tuned.matchedShare).toBeGreaterThanOrEqual(0.999)
-    expect(tuned.abstainedShare).toBe(1)
+    expect(tuned.accuracy).toBeGreaterThanOrEqual(0.91)
+    expect(tuned.matchedShare).toBeGreaterThanOrEqual(0.98)
+    expect(tuned.abstainedShare).toBeGreaterThanOrEqual(0.96)
     const heldOut = evaluateFoods((query) => matchIn(idx, query), 5, 42, HELD_OUT_FOODS)
-    expect(heldOut.accuracy).toBeGreaterThanOrEqual(0.93)
-    expect(heldOut.matchedShare).toBeGreaterThanOrEqual(0.999)
+    expect(heldOut.accuracy).toBeGreaterThanOrEqual(0.915)
+    expect(heldOut.matchedShare).toBeGreaterThanOrEqual(0.985)
   })
 
-  it("keeps the dish totals of the held-out fifth within 2.1 % energy, 2.3 % protein, 1.9 % carbohydrate and 2.6 % fat", async () => {
+  it("keeps the dish totals of the held-out fifth within 2.5 % energy, 3.2 % protein, 2.8 % carbohydrate and 2.7 % fat", async () => {
     const idx = await getIndex()
     const dishes = evaluateDishes((query) => matchIn(idx, query), 40, 7, HELD_OUT_FOODS)
-    expect(dishes.matcher.kcal).toBeLessThanOrEqual(0.021)
-    expect(dishes.matcher.protein_g).toBeLessThanOrEqual(0.023)
-    expect(dishes.matcher.carbs_g).toBeLessThanOrEqual(0.019)
-    expect(dishes.matcher.fat_g).toBeLessThanOrEqual(0.026)
-    for (const key of NUTRIENTS) expect(dishes.matcher[key]).toBeLessThan(dishes.guessOnly[key] * 0.15)
-    expect(dishes.matchedGramShare).toBeGreaterThanOrEqual(0.959)
+    expect(dishes.matcher.kcal).toBeLessThanOrEqual(0.025)
+    expect(dishes.matcher.protein_g).toBeLessThanOrEqual(0.032)
+    expect(dishes.matcher.carbs_g).toBeLessThanOrEqual(0.028)
+    expect(dishes.matcher.fat_g).toBeLessThanOrEqual(0.027)
+    for (const key of NUTRIENTS) expect(dishes.matcher[key]).toBeLessThan(dishes.guessOnly[key] * 0.2)
+    // The rest are dishes SR28 lacks (chicken shawarma, chana masala, …), which keep the model's numbers.
+    expect(dishes.matchedGramShare).toBeGreaterThanOrEqual(0.915)
     expect(dishes.matchedFittingGramShare).toBeGreaterThanOrEqual(0.999)
   })
 
-  it("keeps the dish totals of the tuned four fifths within 3 % energy, 3.5 % protein, 2.1 % carbohydrate and 5.2 % fat", async () => {
+  it("keeps the dish totals of the tuned four fifths within 3.6 % energy, 4.4 % protein, 2.9 % carbohydrate and 5.8 % fat", async () => {
     const idx = await getIndex()
     const dishes = evaluateDishes((query) => matchIn(idx, query), 40, 7, TUNING_FOODS)
-    expect(dishes.matcher.kcal).toBeLessThanOrEqual(0.03)
-    expect(dishes.matcher.protein_g).toBeLessThanOrEqual(0.035)
-    expect(dishes.matcher.carbs_g).toBeLessThanOrEqual(0.021)
-    expect(dishes.matcher.fat_g).toBeLessThanOrEqual(0.052)
-    for (const key of NUTRIENTS) expect(dishes.matcher[key]).toBeLessThan(dishes.guessOnly[key] * 0.35)
-    expect(dishes.matchedFittingGramShare).toBeGreaterThanOrEqual(0.999)
+    expect(dishes.matcher.kcal).toBeLessThanOrEqual(0.036)
+    expect(dishes.matcher.protein_g).toBeLessThanOrEqual(0.044)
+    expect(dishes.matcher.carbs_g).toBeLessThanOrEqual(0.029)
+    expect(dishes.matcher.fat_g).toBeLessThanOrEqual(0.058)
+    for (const key of NUTRIENTS) expect(dishes.matcher[key]).toBeLessThan(dishes.guessOnly[key] * 0.4)
+    expect(dishes.matchedFittingGramShare).toBeGreaterThanOrEqual(0.966)
   })
 
   it("answers generic names with their family's median, named after the member nearest it", async () => {
@@ -282,6 +284,21 @@ describe.skipIf(!hasSr28)("matcher on the full SR28 set", () => {
     expect(greens.per100g.kcal).toBeLessThan(35)
     // "Mixed nuts" is a record of its own, not the family's median.
     expect(generic("mixed nuts", macros(600, 19, 22, 53)).name).toMatch(/^Nuts, mixed nuts, /)
+  })
+
+  it("reads a last word of form or part as the food before it, but not a dish's name", async () => {
+    const idx = await getIndex()
+    const id = (query: string, guess: ReturnType<typeof macros>) => Option.map(matchIn(idx, { query, guessPer100g: guess }), (m) => m.fdcId)
+    expect(id("celery sticks", macros(16, 0.7, 3, 0.2))).toEqual(Option.some("11143"))
+    expect(id("crab meat", macros(85, 18, 0, 0.8))).toEqual(Option.some("15140"))
+    // A dish's name changes what 100 g holds: the usual chicken or egg is far from the estimate, and the guess stands.
+    expect(id("chicken curry", macros(150, 12, 6, 8.5))).toEqual(Option.none())
+    expect(id("egg sandwich", macros(250, 11, 25, 12))).toEqual(Option.none())
+    expect(id("caesar salad", macros(190, 4.5, 6, 16.5))).toEqual(Option.none())
+    expect(id("sushi roll", macros(150, 5, 28, 2))).toEqual(Option.none())
+    // Other names in a description's asides are searched; dry roasting is roasting; hard-boiled is boiled.
+    expect(id("tamari", macros(60, 10, 5.6, 0.1))).toEqual(Option.some("16124"))
+    expect(id("boiled eggs", macros(155, 12.6, 1.1, 10.6))).toEqual(Option.some("01129"))
   })
 
   it("leaves an item unmatched when the guess disagrees strongly with every candidate", async () => {
