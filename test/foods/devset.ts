@@ -349,7 +349,7 @@ export const DEV_FOODS: ReadonlyArray<DevFood> = [
   f("beef bulgogi", null, 190, [17, 9, 9]),
   f("shakshuka", null, 95, [6, 5, 6]),
   f("paneer tikka", null, 260, [15, 6, 20]),
-  // Issue #29: foods of thirty-odd unseen dishes, named as a vision model names them
+  // Foods of thirty-odd unseen dishes, named as a vision model names them
   // Grains and noodles by everyday names
   f("bulgur wheat", "20013", 83, [3.08, 18.58, 0.24]),
   f("farro", "20141", 127, [5.5, 26.44, 0.85]),
@@ -512,7 +512,7 @@ export const DEV_DISHES: ReadonlyArray<{ readonly name: string; readonly ingredi
   { name: "miso noodle soup", ingredients: [["miso", 30], ["kasha", 120], ["fish sauce", 10], ["oyster sauce", 15], ["shakshuka", 150]] },
   { name: "snack board", ingredients: [["mixed nuts", 30], ["chia seeds", 10], ["ricotta", 60], ["horseradish", 10], ["tomato paste", 20], ["russian dressing", 20]] },
   { name: "tikka plate", ingredients: [["paneer tikka", 180], ["basmati rice", 150], ["sweet and sour sauce", 30]] },
-  // Issue #29: Middle Eastern, Indian, East Asian, Latin American, Mediterranean, breakfast, salads and snacks
+  // Middle Eastern, Indian, East Asian, Latin American, Mediterranean, breakfast, salads and snacks
   { name: "tabbouleh and halloumi", ingredients: [["bulgur wheat", 120], ["fresh parsley", 40], ["tomato", 60], ["mint leaves", 5], ["lemon juice", 15], ["extra virgin olive oil", 12], ["grilled halloumi", 60]] },
   { name: "kofta wrap", ingredients: [["lamb kofta", 180], ["pita bread", 60], ["tzatziki", 60], ["red onion", 20], ["romaine lettuce", 40]] },
   { name: "fattoush", ingredients: [["romaine lettuce", 80], ["cucumber", 60], ["sliced radishes", 30], ["red onion", 20], ["pomegranate seeds", 30], ["pita bread", 30], ["red wine vinaigrette", 25]] },

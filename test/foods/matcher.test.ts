@@ -232,7 +232,7 @@ describe.skipIf(!hasSr28)("matcher on the full SR28 set", () => {
   })
 
   // The evaluation is seeded, so these floors are the measured figures (rounded), not estimates. The held-out fifth
-  // is the honest one: the matcher was never tuned on its foods. Issue #29 grew the dev set by 97 foods and 41 dishes
+  // is the honest one: the matcher was never tuned on its foods. 97 foods and 41 dishes were added
   // of the kinds real photos were missed on; the floors are what the grown set shows, lower than the old set's.
   it("holds the accuracy floors on the tuned four fifths and on the held-out fifth of the dev set", async () => {
     const idx = await getIndex()
