@@ -1,4 +1,4 @@
 /** The benchmark's morsel role as one entry, bundled with esbuild the way the shipped command line is bundled. */
-import { morsel } from "./roles.ts"
+import { morsel } from "./morsel.ts"
 
 await morsel()

@@ -4,30 +4,10 @@ import type { AddressInfo } from "node:net"
 import { type FacilitatorClient, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server"
 import type { SupportedResponse } from "@x402/core/types"
 import { ExactEvmScheme } from "@x402/evm/exact/server"
-import { Effect, Layer } from "effect"
 import sharp from "sharp"
-import { Funding } from "../../src/analysis/Funding.ts"
-import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
-import { type ModelItem, VisionModel } from "../../src/analysis/VisionModel.ts"
-import { prepareImage } from "../../src/analysis/VisionModelLive.ts"
-import { AppConfigLive } from "../../src/config.ts"
-import * as Database from "../../src/db/Database.ts"
-import { storeFoods } from "../../src/foods/commonFoods.ts"
-import { makeFoodDbLive } from "../../src/foods/FoodDbLive.ts"
-import { countFoods } from "../../src/foods/repository.ts"
-import { buildIndex } from "../../src/foods/matcher.ts"
-import type { FoodRecord } from "../../src/foods/records.ts"
-import { readDatasets } from "../../src/foods/sources.ts"
-import { nodeServer } from "../../src/http/nodeServer.ts"
-import { LimitsLive } from "../../src/limits/Limits.ts"
-import { LoggingLive } from "../../src/logging.ts"
-import { serveWith } from "../../src/server.ts"
 import { NETWORK } from "../../src/x402/protocol.ts"
-import { X402Funding } from "../../src/x402/X402Funding.ts"
 import type { Call } from "./load.ts"
-import { breakdown } from "./memory.ts"
-import { DEV_FOODS } from "../../test/foods/devset.ts"
-import { FDC_FIXTURE_DIR, hasSr28, SR28_DIR } from "../../test/foods/paths.ts"
+import { morsel } from "./morsel.ts"
 
 export const PAY_TO = "0x1111111111111111111111111111111111111111"
 /** The Bearer key of the in-memory credits the benchmark spends. */
@@ -126,108 +106,6 @@ export const reference = async () => {
       response.writeHead(200).end("{}")
     }
   })
-}
-
-const guess = { kcal: 150, protein_g: 5, carbs_g: 20, fat_g: 5 }
-
-/** A model answer with `count` components named as the model names them. */
-const answerWith = (count: number): ReadonlyArray<ModelItem> =>
-  DEV_FOODS.slice(0, count).map((food) => ({ name: food.query, query: food.query, estimated_grams: 120, confidence: 0.8, per_100g: guess }))
-
-/**
- * A vision model with no latency that still prepares the photo as the real one does (downscale, re-encode,
- * base64 for the request). English asks for one component, Lithuanian for twenty: the matcher's cost per item.
- */
-const ZeroLatencyModel = Layer.succeed(VisionModel, {
-  model: "bench-zero-latency",
-  analyze: (input) =>
-    Effect.map(prepareImage(input), (prepared) => {
-      Buffer.from(prepared.bytes).toString("base64")
-      return { food_detected: true, dish_name: "bench plate", items: answerWith(input.language === "en" ? 1 : 20) }
-    })
-})
-
-/** Credits from memory for a Bearer key; the x402 challenge from the real x402 feature. */
-const BenchFunding = Layer.effect(
-  Funding,
-  Effect.gen(function* () {
-    const memory = yield* Funding
-    const x402 = yield* X402Funding
-    return Funding.of({ ...memory, challenge: x402.challenge })
-  })
-).pipe(Layer.provide(FundingMemory({ bench: 1_000_000_000 })))
-
-/** The foods of the benchmark: USDA SR28 when it is at hand, else the small FoodData Central fixture of the tests. */
-export const FOODS_DIR = hasSr28 ? SR28_DIR : FDC_FIXTURE_DIR
-
-const foodRecords = async (): Promise<ReadonlyArray<FoodRecord>> => (await readDatasets(FOODS_DIR, () => {})).flatMap((d) => d.records)
-
-/** The benchmark's foods stored in the database on its first start, as `morsel fooddb import` stores them. */
-const storeFoodsOnce = Layer.effectDiscard(
-  Effect.gen(function* () {
-    const present = (yield* countFoods).reduce((n, row) => n + row.foods, 0)
-    if (present === 0) yield* storeFoods(yield* Effect.promise(foodRecords), "benchmark foods")
-  })
-)
-
-/**
- * The heap a food index of the benchmark's foods holds, measured around the making of one (the server's own index
- * is loaded from the database, where the parent imported the same foods).
- */
-const foodIndexHeap = async () => {
-  const records = await foodRecords()
-  globalThis.gc?.()
-  const before = process.memoryUsage().heapUsed
-  const index = buildIndex(records)
-  globalThis.gc?.()
-  const heapMiB = (process.memoryUsage().heapUsed - before) / 2 ** 20
-  return index.size > 0 ? heapMiB : 0
-}
-
-/** libvips' own allocations now and at their highest, in MiB (sharp tracks them whether or not it caches). */
-const libvips = () => {
-  const { memory } = sharp.cache()
-  return { current: memory.current, high: memory.high }
-}
-
-/**
- * morsel's own HTTP stack and pipeline, on the configured database, with the benchmark's model and funding.
- * Answers a `memory` message from the parent with its breakdown (run with --expose-gc for used sizes after a GC),
- * and `food index` with the heap an index of its foods holds.
- */
-export const morsel = async () => {
-  const app = serveWith({
-    vision: ZeroLatencyModel,
-    foods: makeFoodDbLive().pipe(Layer.provide(storeFoodsOnce)),
-    limits: LimitsLive,
-    funding: BenchFunding,
-    database: Database.layer,
-    http: nodeServer({ host: "127.0.0.1", port: Number(process.env["PORT"]) })
-  }).pipe(Layer.provide(LoggingLive), Layer.provide(AppConfigLive))
-  Effect.runFork(Layer.launch(app))
-  // The food index's heap is measured on request, after the figures: it reads the foods' files again.
-  process.on("message", (message) => {
-    if (message === "memory") {
-      const vips = libvips()
-      process.send?.(breakdown({ "libvips now": vips.current, "libvips peak": vips.high }))
-    } else if (message === "food index") {
-      void foodIndexHeap().then((heapMiB) => process.send?.(heapMiB))
-    }
-  })
-  await announceWhenHealthy(Number(process.env["PORT"]))
-}
-
-/** The port morsel listens on is chosen by the parent (PORT) and announced once /health answers. */
-const announceWhenHealthy = async (port: number) => {
-  for (;;) {
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}/health`)
-      if (response.ok) return announce(port)
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 export const roles = { reference, morsel } as const

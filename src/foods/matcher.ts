@@ -23,16 +23,20 @@ import {
 /** Reported in every result; bump it whenever ranking, vocabulary or thresholds change. */
 export const MATCHER_VERSION = "usda-match-4"
 
+/**
+ * A food as the matcher reads it. Its word lists are arrays of shared strings, and foods with the same states share
+ * one set: 8,789 foods of small Sets and separate copies of "chicken" held about twice the memory.
+ */
 interface IndexedFood {
   readonly record: FoodRecord
-  readonly tokens: ReadonlySet<string>
+  readonly tokens: ReadonlyArray<string>
   /** Words of the other names SR28 gives the food (ComName): "kasha" is buckwheat groats. */
-  readonly names: ReadonlySet<string>
-  readonly head: ReadonlySet<string>
+  readonly names: ReadonlyArray<string>
+  readonly head: ReadonlyArray<string>
   /** The last word of the head segment: "Salad dressing, caesar" is a dressing, not a salad. */
   readonly headNoun: string | undefined
   /** Words of the segment after the head, USDA's specific name: "Melons, cantaloupe" is a cantaloupe. */
-  readonly specific: ReadonlySet<string>
+  readonly specific: ReadonlyArray<string>
   readonly states: ReadonlySet<StateWord>
   /** Sum of the idf of the record's content words: what a query leaves unexplained is penalised. */
   readonly contentWeight: number
@@ -85,13 +89,39 @@ export interface FoodIndex {
 /** How many prepared queries an index keeps; past that it starts afresh (a query, its retrieval included, costs about 0.5 ms to prepare). */
 const PREPARED_QUERIES = 1024
 
-const indexFood = (
-  record: FoodRecord
-): Omit<IndexedFood, "contentWeight" | "headWeight"> & {
-  contentTokens: ReadonlyArray<string>
-  headTokens: ReadonlyArray<string>
-  searchDoc: Omit<SearchDoc, "id">
-} => {
+/** One copy of each word and of each set of states across the foods of an index. */
+const sharing = () => {
+  const words = new Map<string, string>()
+  const stateSets = new Map<string, ReadonlySet<StateWord>>()
+  const word = (w: string) => {
+    const known = words.get(w)
+    if (known !== undefined) return known
+    words.set(w, w)
+    return w
+  }
+  return {
+    word,
+    words: (list: Iterable<string>): ReadonlyArray<string> => Array.from(list, word),
+    states: (states: ReadonlySet<StateWord>): ReadonlySet<StateWord> => {
+      const key = [...states].sort().join(" ")
+      const known = stateSets.get(key)
+      if (known !== undefined) return known
+      stateSets.set(key, states)
+      return states
+    }
+  }
+}
+
+/** A food with what its index needs of it once: the weights and brand names are set when all foods are read. */
+interface StagedFood {
+  readonly food: { -readonly [K in keyof IndexedFood]: IndexedFood[K] }
+  readonly brands: ReadonlyArray<string> | undefined
+  readonly contentTokens: ReadonlyArray<string>
+  readonly headTokens: ReadonlyArray<string>
+  readonly searchDoc: Omit<SearchDoc, "id">
+}
+
+const indexFood = (record: FoodRecord, shared: ReturnType<typeof sharing>): StagedFood => {
   const segments = descriptionSegments(record.description)
   const asides = descriptionAsides(record.description).filter((t) => stateOf(t) === undefined)
   const tokens = new Set<string>(asides)
@@ -118,10 +148,29 @@ const indexFood = (
   const brands = brandWords(record.description)
   const branded = record.manufacturer !== null || brands.length > 0
   const description = record.description.toLowerCase()
-  return {
+  // One object literal of one shape for every food (built with rest and spread, they took a dictionary each).
+  const food: StagedFood["food"] = {
     record,
-    tokens,
-    names,
+    tokens: shared.words(tokens),
+    names: shared.words(names),
+    head: shared.words(head),
+    headNoun: mapDefined(headNouns[headNouns.length - 1], shared.word),
+    specific: shared.words(new Set(segments[headAt + 1] ?? [])),
+    states: shared.states(states),
+    contentWeight: 0,
+    headWeight: 0,
+    prior: recordPrior(record),
+    brands: undefined,
+    oddPart: mapDefined(oddPartOf(description), stem),
+    cookedByDefault: isCookedByDefault(record),
+    form: formOf(record.description),
+    dietVariant: DIET_VARIANT.test(description),
+    fried: /\b(?:fried|breaded|batter)/.test(description.replace(/french fried/g, "")),
+    babyFood: record.foodGroup === "Baby Foods" || description.startsWith("babyfood") || description.startsWith("infant formula")
+  }
+  return {
+    food,
+    brands: branded ? brands : undefined,
     searchDoc: {
       name: headSegment.join(" "),
       // Asides often give the food's other name: "Soy sauce made from soy (tamari)", "Fish, salmon, chinook, smoked, (lox)".
@@ -131,19 +180,7 @@ const indexFood = (
       group: descriptionSegments(record.foodGroup ?? "").flat().join(" ")
     },
     contentTokens: [...contentTokens],
-    headTokens: headNouns.filter((t) => !/^[0-9%]+$/.test(t)),
-    dietVariant: DIET_VARIANT.test(description),
-    fried: /\b(?:fried|breaded|batter)/.test(description.replace(/french fried/g, "")),
-    head,
-    headNoun: headNouns[headNouns.length - 1],
-    specific: new Set(segments[headAt + 1] ?? []),
-    states,
-    prior: recordPrior(record),
-    brands: branded ? new Set(brands) : undefined,
-    oddPart: mapDefined(oddPartOf(description), stem),
-    cookedByDefault: isCookedByDefault(record),
-    form: formOf(record.description),
-    babyFood: record.foodGroup === "Baby Foods" || description.startsWith("babyfood") || description.startsWith("infant formula")
+    headTokens: headNouns.filter((t) => !/^[0-9%]+$/.test(t))
   }
 }
 
@@ -151,20 +188,22 @@ const mapDefined = <A, B>(a: A | undefined, f: (a: A) => B): B | undefined => (a
 
 /** Builds the warm index over every record, search index included (≈ 400 ms for SR28's 8,789 foods). */
 export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
-  const staged = records.map(indexFood)
+  const shared = sharing()
+  const staged = records.map((record) => indexFood(record, shared))
   // A capitalised word is a brand only if no generic record uses it ("Gatorade" is, "Chicken Nuggets" is not).
   const generic = new Set<string>()
-  for (const food of staged) if (food.brands === undefined) for (const token of food.tokens) generic.add(token)
+  for (const { food, brands } of staged) if (brands === undefined) for (const token of food.tokens) generic.add(token)
   const df = new Map<string, number>()
-  for (const food of staged) for (const token of food.tokens) df.set(token, (df.get(token) ?? 0) + 1)
+  for (const { food } of staged) for (const token of food.tokens) df.set(token, (df.get(token) ?? 0) + 1)
   const n = Math.max(1, staged.length)
   const idf = new Map<string, number>()
   for (const [token, count] of df) idf.set(token, Math.log((n + 1) / (count + 0.5)))
-  const foods: Array<IndexedFood> = staged.map((food) => {
-    const { contentTokens, headTokens, brands, searchDoc, ...rest } = food
-    const weigh = (list: ReadonlyArray<string>) => list.reduce((sum, t) => sum + (idf.get(t) ?? 0), 0)
-    const brandNames = brands === undefined ? undefined : new Set([...brands].filter((w) => !generic.has(w)))
-    return { ...rest, brands: brandNames, contentWeight: weigh(contentTokens), headWeight: weigh(headTokens) }
+  const weigh = (list: ReadonlyArray<string>) => list.reduce((sum, t) => sum + (idf.get(t) ?? 0), 0)
+  const foods: Array<IndexedFood> = staged.map(({ food, brands, contentTokens, headTokens }) => {
+    if (brands !== undefined) food.brands = new Set(brands.filter((w) => !generic.has(w)))
+    food.contentWeight = weigh(contentTokens)
+    food.headWeight = weigh(headTokens)
+    return food
   })
   // Fields are already normalised and stemmed: the search index splits on spaces and keeps the words as they are.
   const search = new MiniSearch<SearchDoc>({
@@ -415,7 +454,7 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Rea
     let matched = 0
     for (const term of prepared.content) {
       for (const w of term.alternatives) {
-        if (food.tokens.has(w)) {
+        if (food.tokens.includes(w)) {
           matched += term.weight
           break
         }
@@ -429,21 +468,21 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Rea
     let explained = 0
     let headExplained = 0
     for (const [word, idf] of weighedWords) {
-      if (!food.tokens.has(word)) continue
+      if (!food.tokens.includes(word)) continue
       explained += idf
-      if (food.head.has(word)) headExplained += idf
+      if (food.head.includes(word)) headExplained += idf
     }
     const unexplained = Math.max(0, food.contentWeight - explained)
     const headUnexplained = Math.max(0, food.headWeight - headExplained)
     let headHit = false
-    for (const w of headTerm.alternatives) if (food.tokens.has(w)) headHit = true
+    for (const w of headTerm.alternatives) if (food.tokens.includes(w)) headHit = true
     let recordHeadHit = false
     for (const w of food.head) if (prepared.words.has(w)) recordHeadHit = true
     const brand = brandScore(prepared, food)
     let specificHit = brand > 0
-    if (food.headNoun !== undefined && CLASS_HEADS.has(food.headNoun)) for (const w of headTerm.alternatives) if (food.specific.has(w)) specificHit = true
+    if (food.headNoun !== undefined && CLASS_HEADS.has(food.headNoun)) for (const w of headTerm.alternatives) if (food.specific.includes(w)) specificHit = true
     // Another name SR28 gives the food is as good as its own ("kasha" names "Buckwheat groats").
-    for (const w of headTerm.alternatives) if (food.names.has(w)) specificHit = true
+    for (const w of headTerm.alternatives) if (food.names.includes(w)) specificHit = true
     const guess = judgeByGuess ? guessScore(food.record.per100g, query.guessPer100g) : 0
     const text = 3 * coverage + RELEVANCE_WEIGHT * relevance
     // The record names another food unless its head noun, or its specific name, is what the query asks for.
