@@ -1,16 +1,6 @@
 /** The tool interface at /mcp: MCP 2026-07-28 (stateless, `server/discover`) and 2025-era clients, calling the same analysis as REST. */
 import { Headers, HttpLayerRouter, HttpServerRequest, HttpServerResponse, HttpTraceContext } from "@effect/platform"
-import {
-  type CallToolResult,
-  createMcpHandler,
-  isLegacyRequest,
-  ProtocolError,
-  ProtocolErrorCode,
-  Server,
-  TRACEPARENT_META_KEY,
-  TRACESTATE_META_KEY,
-  WebStandardStreamableHTTPServerTransport
-} from "@modelcontextprotocol/server"
+import type { CallToolResult, Server } from "@modelcontextprotocol/server"
 import { Cause, Effect, Either, Exit, Option, Runtime } from "effect"
 import { type AnalyzeError, AnalyzeRequests } from "../analysis/AnalyzeRequests.ts"
 import { credentialOf } from "../analysis/Funding.ts"
@@ -42,11 +32,17 @@ const instructions = (settings: Settings, cardCredits: boolean) =>
     "Reuse the same idempotency_key to retry or to recover a result for 24 hours; after payment_pending repeat the identical call after 60 seconds and never sign a new payment."
   ].join(" ")
 
+type Sdk = typeof import("@modelcontextprotocol/server")
+
+let sdkLoading: Promise<Sdk> | undefined
+/** The MCP SDK, loaded with the first request to /mcp: a server no agent calls does not hold it (about 5 MiB). */
+const loadSdk = () => (sdkLoading ??= import("@modelcontextprotocol/server"))
+
 /** The trace a caller started, from the W3C trace context in the call's `_meta`. */
-const parentSpanOf = (meta: Readonly<Record<string, unknown>> | undefined) => {
-  const traceparent = meta?.[TRACEPARENT_META_KEY]
+const parentSpanOf = (sdk: Sdk, meta: Readonly<Record<string, unknown>> | undefined) => {
+  const traceparent = meta?.[sdk.TRACEPARENT_META_KEY]
   if (typeof traceparent !== "string") return Option.none()
-  const tracestate = meta?.[TRACESTATE_META_KEY]
+  const tracestate = meta?.[sdk.TRACESTATE_META_KEY]
   return HttpTraceContext.fromHeaders(Headers.fromInput({ traceparent, ...(typeof tracestate === "string" ? { tracestate } : {}) }))
 }
 
@@ -74,7 +70,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     const cardContents = () => [{ uri: APP_URI, mimeType: APP_MIME_TYPE, text: (cardHtml ??= appHtml()) }]
 
     /** One tool call through the shared pipeline; every typed failure becomes a tool error, never a protocol error. */
-    const analyzeFood = (authorization: Option.Option<string>, args: unknown, meta: Readonly<Record<string, unknown>> | undefined) =>
+    const analyzeFood = (sdk: Sdk, authorization: Option.Option<string>, args: unknown, meta: Readonly<Record<string, unknown>> | undefined) =>
       Effect.gen(function* () {
         const input = decodeInput(args)
         if (Either.isLeft(input)) return failed(input.left)
@@ -84,12 +80,13 @@ export const McpRoute = HttpLayerRouter.use((router) =>
           .pipe(Effect.match({ onFailure: failed, onSuccess: successResult }))
       }).pipe(
         Effect.withSpan(`mcp tools/call ${TOOL_NAME}`),
-        (traced) => Option.match(parentSpanOf(meta), { onNone: () => traced, onSome: (parent) => Effect.withParentSpan(traced, parent) })
+        (traced) => Option.match(parentSpanOf(sdk, meta), { onNone: () => traced, onSome: (parent) => Effect.withParentSpan(traced, parent) })
       )
 
     /** A fresh server per HTTP request (both eras are stateless), holding the request's Authorization header. */
-    const serverFor = (runtime: Runtime.Runtime<never>, authorization: Option.Option<string>) => {
-      const server = new Server(
+    const serverFor = (sdk: Sdk, runtime: Runtime.Runtime<never>, authorization: Option.Option<string>) => {
+      const { ProtocolError, ProtocolErrorCode } = sdk
+      const server = new sdk.Server(
         { name: "morsel", title: "morsel food-photo nutrition", version: SERVICE_VERSION, icons: ICONS, websiteUrl: settings.publicBaseUrl },
         {
           capabilities: { tools: {}, prompts: {}, resources: {} },
@@ -116,7 +113,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
       server.setRequestHandler("tools/call", async (request): Promise<CallToolResult> => {
         if (request.params.name !== TOOL_NAME) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name}`)
         // Its own fiber, not the HTTP request's: a caller who hangs up does not cancel a paid analysis (as on REST).
-        const exit = await Runtime.runPromiseExit(runtime)(analyzeFood(authorization, request.params.arguments, request.params._meta))
+        const exit = await Runtime.runPromiseExit(runtime)(analyzeFood(sdk, authorization, request.params.arguments, request.params._meta))
         if (Exit.isSuccess(exit)) return server.projectCallToolResult(exit.value, tool.outputSchema)
         await Runtime.runPromise(runtime)(Effect.logError("analyze_food failed unexpectedly", Cause.pretty(exit.cause)))
         throw new ProtocolError(ProtocolErrorCode.InternalError, "internal error; retry the same call with the same idempotency_key")
@@ -125,8 +122,8 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     }
 
     /** A 2025-era request (initialize, then each call on its own): answered as JSON, without a session. */
-    const legacy = (server: Server, web: Request) => {
-      const transport = new WebStandardStreamableHTTPServerTransport({
+    const legacy = (sdk: Sdk, server: Server, web: Request) => {
+      const transport = new sdk.WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: true,
         maxRequestBodySize: MAX_BODY_BYTES
@@ -143,14 +140,15 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         // DNS rebinding is refused before this route: a browser's Origin must be trusted (TRUSTED_ORIGINS, the
         // public address, or this very loopback address), which a rebound name is not.
         if (request.method !== "POST") return methodNotAllowed
+        const sdk = yield* Effect.promise(loadSdk)
         const web = yield* HttpServerRequest.toWeb(request)
         const runtime = yield* Effect.runtime<never>()
-        const server = () => serverFor(runtime, Option.fromNullable(request.headers["authorization"]))
-        const isLegacy = yield* Effect.promise(() => isLegacyRequest(web, undefined, { maxRequestBodySize: MAX_BODY_BYTES }))
-        if (isLegacy) return HttpServerResponse.fromWeb(yield* legacy(server(), web))
+        const server = () => serverFor(sdk, runtime, Option.fromNullable(request.headers["authorization"]))
+        const isLegacy = yield* Effect.promise(() => sdk.isLegacyRequest(web, undefined, { maxRequestBodySize: MAX_BODY_BYTES }))
+        if (isLegacy) return HttpServerResponse.fromWeb(yield* legacy(sdk, server(), web))
         // 2026-07-28: every request carries its protocol version and client in `_meta`. The tool sends nothing before
         // its result, so answers are plain JSON, never a stream.
-        const modern = createMcpHandler(server, { legacy: "reject", maxRequestBodySize: MAX_BODY_BYTES, keepAliveMs: 0 })
+        const modern = sdk.createMcpHandler(server, { legacy: "reject", maxRequestBodySize: MAX_BODY_BYTES, keepAliveMs: 0 })
         return HttpServerResponse.fromWeb(yield* Effect.promise(() => modern.fetch(web)))
       })
 
