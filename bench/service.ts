@@ -278,7 +278,7 @@ const orchestrate = async () => {
 
     const rows = [
       { figure: "replay throughput vs bare node:http", value: replay.throughputRatio, goal: ">= 0.1" },
-      { figure: "402 challenge throughput vs x402 reference seller", value: challenge.throughputRatio, goal: ">= 1.0" },
+      { figure: "402 challenge throughput vs @x402/express", value: challenge.throughputRatio, goal: ">= 1.0" },
       { figure: "analysis overhead vs bare server that downscales (c = 1)", value: overhead.subjectMs / overhead.baselineMs, goal: "<= 1.3" },
       { figure: "peak RSS vs bare server decoding the same 3 photos", value: rss.subject / rss.baseline, goal: "<= 1.5" },
       { figure: "matcher cost per item through the API (ms)", value: matcherMsPerItem, goal: "<= 0.25" },

@@ -1,9 +1,10 @@
 /** The servers the service benchmark measures, each run in its own process: morsel itself and its baselines. */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import { type FacilitatorClient, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server"
+import { type FacilitatorClient, x402ResourceServer } from "@x402/core/server"
 import type { SupportedResponse } from "@x402/core/types"
 import { ExactEvmScheme } from "@x402/evm/exact/server"
+import { paymentMiddleware } from "@x402/express"
+import express from "express"
 import sharp from "sharp"
 import { NETWORK } from "../../src/x402/protocol.ts"
 import type { Call } from "./load.ts"
@@ -40,27 +41,7 @@ export const analyzeCall = (image: Buffer, key: string, language: "en" | "lt" = 
 /** Tells the parent where the server listens, on one stdout line. */
 const announce = (port: number) => process.stdout.write(`READY ${port}\n`)
 
-const readBody = (request: IncomingMessage): Promise<Buffer> =>
-  new Promise((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    request.on("data", (chunk: Buffer) => chunks.push(chunk))
-    request.on("end", () => resolve(Buffer.concat(chunks)))
-    request.on("error", reject)
-  })
-
-const listen = (handler: (request: IncomingMessage, response: ServerResponse) => Promise<void>) => {
-  const server = createServer((request, response) => {
-    handler(request, response).catch((error: unknown) => {
-      response.writeHead(500).end(String(error))
-    })
-  })
-  server.listen(0, "127.0.0.1", () => announce((server.address() as AddressInfo).port))
-}
-
-/**
- * The x402 reference seller: `@x402/express`'s middleware is not installed, so this is the same core it wraps
- * (`x402HTTPResourceServer.processHTTPRequest`) behind `node:http`, answering what the middleware answers.
- */
+/** The x402 reference seller: `@x402/express`'s payment middleware on an express app, answering POST /v1/analyze. */
 export const reference = async () => {
   const supported: SupportedResponse = { kinds: [{ x402Version: 2, scheme: "exact", network: NETWORK }], extensions: [], signers: {} }
   const facilitator: FacilitatorClient = {
@@ -69,43 +50,19 @@ export const reference = async () => {
     settle: async () => ({ success: false, errorReason: "unused", transaction: "", network: NETWORK })
   }
   const core = new x402ResourceServer(facilitator).register(NETWORK, new ExactEvmScheme())
-  const http = new x402HTTPResourceServer(core, {
+  const routes = {
     "POST /v1/analyze": {
       accepts: { scheme: "exact", price: "$0.01", network: NETWORK, payTo: PAY_TO, maxTimeoutSeconds: 600 },
       description: "One food-photo nutrition analysis; paid only when the analysis succeeds",
       mimeType: "application/json"
     }
+  } as const
+  const app = express()
+  app.use(paymentMiddleware(routes, core))
+  app.post("/v1/analyze", (_request, response) => {
+    response.json({})
   })
-  await http.initialize()
-  listen(async (request, response) => {
-    const url = new URL(request.url ?? "/", "http://127.0.0.1")
-    const header = (name: string) => {
-      const value = request.headers[name.toLowerCase()]
-      return Array.isArray(value) ? value[0] : value
-    }
-    const adapter = {
-      getHeader: header,
-      getMethod: () => request.method ?? "GET",
-      getPath: () => url.pathname,
-      getUrl: () => url.href,
-      getAcceptHeader: () => header("accept") ?? "",
-      getUserAgent: () => header("user-agent") ?? ""
-    }
-    const paymentHeader = header("payment-signature")
-    const result = await http.processHTTPRequest({
-      adapter,
-      path: url.pathname,
-      method: adapter.getMethod(),
-      ...(paymentHeader ? { paymentHeader } : {})
-    })
-    await readBody(request)
-    if (result.type === "payment-error") {
-      const { body, headers, status } = result.response
-      response.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body ?? {}))
-    } else {
-      response.writeHead(200).end("{}")
-    }
-  })
+  const server = app.listen(0, "127.0.0.1", () => announce((server.address() as AddressInfo).port))
 }
 
 export const roles = { reference, morsel } as const
