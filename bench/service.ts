@@ -1,6 +1,6 @@
 /**
  * `npm run bench:service`: the service's own costs side by side with their baselines in one run — replays and
- * GET /health against a bare `node:http` server, the 402 challenge against the x402 reference seller, analysis
+ * GET /health against a bare `node:http` server, the 402 challenge against `@x402/express`, analysis
  * overhead and peak memory against the floor (bare `node:http` and sharp at its defaults, decoding and downscaling
  * the same photos), the matcher's cost per item through the API, `npm start` to a healthy server, and the idle
  * memory of the starts a user makes, each with where its memory goes. Embedded database by default, PostgreSQL
@@ -265,7 +265,7 @@ const orchestrate = async () => {
     await send(bare.port, { method: "POST", path: "/set", body: first.body })
     const replay = await sideBySide(morsel, replayCall, bare, replayCall, true)
 
-    // The 402 challenge of an unfunded request, against the x402 reference seller.
+    // The 402 challenge of an unfunded request, against `@x402/express`.
     const unfunded: Call = { ...replayCall, headers: { "idempotency-key": `${run}-unpaid` } }
     const challenge = await sideBySide(morsel, unfunded, reference, unfunded, true)
 
