@@ -67,7 +67,10 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     const card = { uri: APP_URI, name: "analyze_food card", title: "Food photo card", mimeType: APP_MIME_TYPE }
     // Made on the first read (hosts keep it for an hour): a server no App host has asked for it does not hold it.
     let cardHtml: string | undefined
-    const cardContents = () => [{ uri: APP_URI, mimeType: APP_MIME_TYPE, text: (cardHtml ??= appHtml()) }]
+    const cardContents = () => {
+      cardHtml ??= appHtml()
+      return [{ uri: APP_URI, mimeType: APP_MIME_TYPE, text: cardHtml }]
+    }
 
     /** One tool call through the shared pipeline; every typed failure becomes a tool error, never a protocol error. */
     const analyzeFood = (sdk: Sdk, authorization: Option.Option<string>, args: unknown, meta: Readonly<Record<string, unknown>> | undefined) =>
