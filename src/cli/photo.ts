@@ -2,7 +2,7 @@
 import { open, stat } from "node:fs/promises"
 import { basename } from "node:path"
 import { Effect } from "effect"
-import sharp, { type Sharp } from "sharp"
+import type { Sharp } from "sharp"
 import { IMAGE_LIMITS } from "../domain/image.ts"
 import { CliFailure } from "./client.ts"
 
@@ -72,6 +72,8 @@ export const preparePhoto = (path: string): Effect.Effect<PreparedPhoto, CliFail
       })
     }
     const original = yield* readWhole(path)
+    // Loaded here, not with the command line: every other command, `serve` included, starts without libvips.
+    const { default: sharp } = yield* Effect.promise(() => import("sharp"))
     const unreadable = () =>
       isHeic(original) ? heicFailure(name) : new CliFailure({ code: "photo_unreadable", message: `${name} is not a photo morsel can read (JPEG, PNG or WebP)` })
     // Read without the pixel guard, so a too-large image is named as such below (nothing is decoded here).
