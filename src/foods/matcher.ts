@@ -433,13 +433,13 @@ const RELEVANCE_WEIGHT = 0.4
 export const MIN_COVERAGE = 0.6
 export const MIN_SCORE = 2
 
-/** Candidates that could be trusted for a query (head word present, energy and words close enough), best first. */
 /** How a query is read: whole, or without its last word ("celery sticks" as "celery"); judged with the model's estimate, or without it. */
 export interface Reading {
   readonly backOff?: boolean
   readonly ignoreGuess?: boolean
 }
 
+/** Candidates that could be trusted for a query (head word present, energy and words close enough), best first. */
 export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Reading = {}): ReadonlyArray<RankedCandidate> => {
   const prepared = prepare(index, query.query, reading.backOff === true)
   const judgeByGuess = reading.ignoreGuess !== true
