@@ -11,7 +11,7 @@ import { newCreditKey } from "../../src/credits/keys.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { FundingLive } from "../../src/server.ts"
-import { fakeStripe, keyWith } from "../support/clients.ts"
+import { fakeStripe, keyWith, rest } from "../support/clients.ts"
 import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
@@ -115,4 +115,24 @@ describe("morsel client commands", () => {
       expect(notFoods.stderr.trim().split("\n")).toHaveLength(1)
       expect(notFoods.stderr).toContain("holds neither USDA SR28 ASCII files (FOOD_DES.txt, …) nor a FoodData Central CSV download")
     }), 300_000)
+
+  it.scopedLive("credits balance of a key paused by a dispute names the operator's support contact", () =>
+    Effect.gen(function* () {
+      const stripe = yield* fakeStripe
+      const { url } = yield* startServer({
+        env: { ...stripe.env, OPERATOR_NAME: "Morsel Labs", SUPPORT_CONTACT: "help@morsel.example" },
+        dependencies: Layer.mergeAll(VisionModelLive, FoodDbEmpty, FundingLive, LimitsUnlimited)
+      })
+      const key = newCreditKey(true)
+      const checkout = yield* rest(url, "/v1/credits/checkout", key, { order_id: crypto.randomUUID() })
+      const sessionId = (checkout.body as { session_id: string }).session_id
+      stripe.pay(sessionId)
+      expect((yield* rest(url, "/v1/credits/confirm", key, { session_id: sessionId })).status).toBe(200)
+      const disputed = yield* Effect.promise(() => stripe.sendWebhook(`${url}/webhooks/stripe`, stripe.events.disputeCreated(stripe.dispute(sessionId))))
+      expect(disputed.status).toBe(200)
+
+      const paused = yield* morsel(["credits", "balance", "--base-url", url, "--key", key])
+      expect(paused.code, paused.stderr).toBe(0)
+      expect(paused.stdout).toBe("0 credits, key paused pending support review (test mode)\ncontact Morsel Labs support at help@morsel.example\n")
+    }), 120_000)
 })
