@@ -134,4 +134,19 @@ describe.skipIf(!existsSync(CHROMIUM))("the web page in a browser, against the s
     await poll(() => page.locator("#photo-status").textContent()).toContain("2600 × 1800 px")
     expect(await page.locator("#photo-status").textContent()).toMatch(/Shrunk to 0\.\d\d MB to fit the 2 MB limit\./)
   }, 120_000)
+
+  it("the API reference at /docs, loaded on the first visit, shows the API's groups without a script error", async () => {
+    const docs = await browser.newPage({ viewport: { width: 1100, height: 900 } })
+    const errors: Array<string> = []
+    docs.on("pageerror", (error) => errors.push(String(error)))
+    try {
+      await docs.goto(`${sandbox.url}/docs`)
+      // Shown on the page, not only present in its inline script.
+      await poll(() => docs.getByText("Powered by Scalar").first().isVisible()).toBe(true)
+      for (const group of ["health", "analysis", "credits"]) expect(await docs.getByText(group, { exact: true }).first().isVisible()).toBe(true)
+      expect(errors).toEqual([])
+    } finally {
+      await docs.close()
+    }
+  }, 60_000)
 })
