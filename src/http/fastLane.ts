@@ -9,6 +9,7 @@ import { Context, Effect, Either, Exit, FiberRef, FiberRefs, Layer, LogLevel, Op
 import { inputFingerprint } from "../analysis/AnalyzeRequests.ts"
 import { Funding } from "../analysis/Funding.ts"
 import { AppConfig } from "../config.ts"
+import { MAX_BODY_BYTES } from "../domain/bodies.ts"
 import { PaymentRequired } from "../domain/errors.ts"
 import type { InputFingerprint } from "../domain/ids.ts"
 import { inspectImage } from "../domain/image.ts"
@@ -18,7 +19,7 @@ import { count, fastLaneAnswers, httpRequests } from "../observability/metrics.t
 import { paymentRequiredHeader } from "../x402/protocol.ts"
 import { AnalyzeHeaders } from "./Api.ts"
 import { FrontDoor, type Lane, type PassOn } from "./nodeServer.ts"
-import { isJson, MAX_BODY_BYTES } from "./transport.ts"
+import { isJson } from "./transport.ts"
 
 const ANALYZE = "/v1/analyze"
 

@@ -3,6 +3,7 @@ import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerReques
 import { SqlError } from "@effect/sql"
 import { Cause, Effect, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
+import { storageUnavailable } from "../db/storage.ts"
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, tooDeep } from "../domain/bodies.ts"
 import {
   capMessage,
@@ -10,11 +11,8 @@ import {
   InvalidRequest,
   PayloadTooLarge,
   schemaRejection,
-  ServiceUnavailable,
   UnsupportedMediaType
 } from "../domain/errors.ts"
-
-export { MAX_BODY_BYTES, MAX_JSON_DEPTH, tooDeep, valueNestsDeeperThan } from "../domain/bodies.ts"
 
 export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
@@ -151,8 +149,8 @@ const internalError = HttpServerResponse.unsafeJson(
 )
 
 /** The database went away under a request (a rollback on a cut connection dies): a passing outage, not a crash. */
-const storageGone = new ServiceUnavailable({ error: { code: "storage_unavailable", message: "Storage is unavailable; retry the same request." } })
-const storageUnavailable = HttpServerResponse.unsafeJson(
+const storageGone = storageUnavailable()
+const storageGoneResponse = HttpServerResponse.unsafeJson(
   { _tag: storageGone._tag, error: storageGone.error },
   { status: 503, headers: { "retry-after": String(storageGone.retryAfterSeconds ?? 5) } }
 )
@@ -162,7 +160,7 @@ const lastResort = (cause: Cause.Cause<unknown>) =>
   Cause.isInterruptedOnly(cause)
     ? Effect.failCause(cause)
     : Cause.squash(cause) instanceof SqlError.SqlError
-    ? Effect.as(Effect.logError("storage failure", cause), storageUnavailable)
+    ? Effect.as(Effect.logError("storage failure", cause), storageGoneResponse)
     : Effect.flatMap(HttpServerError.causeResponse(cause), ([response]) =>
         response.status === 500 && response.body._tag === "Empty"
           ? Effect.as(Effect.logError("request failed unexpectedly", cause), internalError)

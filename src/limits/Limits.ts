@@ -1,11 +1,12 @@
 /** Admission control for new analyses: rolling windows and concurrency leases kept in PostgreSQL for every instance. */
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { AppConfig, type Limits as LimitSettings } from "../config.ts"
 import { rowsOf } from "../db/rows.ts"
+import { orStorageUnavailable } from "../db/storage.ts"
 import type { RequestId } from "../domain/ids.ts"
 import type { Payer } from "../domain/payer.ts"
-import { ServiceUnavailable, TooManyRequests } from "../domain/errors.ts"
+import { type ServiceUnavailable, TooManyRequests } from "../domain/errors.ts"
 import { attemptLeaseMs } from "./lease.ts"
 import { DAY_MS, HOUR_MS, rollingWindowStart } from "./window.ts"
 
@@ -95,15 +96,6 @@ const isLimitName = (s: string): s is LimitName => limitNames.includes(s)
 /** What `limit_admission` answers: NULL when admitted, else the name of the limit reached. */
 const decisions = rowsOf(Schema.Struct({ reached: Schema.NullOr(Schema.String) }))
 
-const storageUnavailable = (error: SqlError.SqlError) =>
-  Effect.logError("limits storage failure", error).pipe(
-    Effect.zipRight(
-      Effect.fail(
-        new ServiceUnavailable({ error: { code: "storage_unavailable", message: "Storage is unavailable; retry the same request." } })
-      )
-    )
-  )
-
 /**
  * Limits on PostgreSQL. Each admission is one call of the `limit_admission` function (migration 0005): it
  * takes the `limit_locks` row FOR UPDATE, counts `limit_admissions` (and the payer's counted failures in
@@ -131,7 +123,7 @@ export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlCli
             ${new Date(rollingWindowStart(DAY_MS, nowMs))}::timestamptz, ${new Date(nowMs + leaseMs)}::timestamptz,
             ${limits.globalPerDay}::int, ${limits.globalPerHour}::int, ${limits.payerPerDay}::int, ${limits.concurrent}::int,
             ${limits.x402PerDay}::int, ${limits.x402PerHour}::int, ${limits.x402Concurrent}::int, ${limits.failuresPerDay}::int
-          ) AS reached`).pipe(Effect.catchTag("SqlError", storageUnavailable))
+          ) AS reached`).pipe(orStorageUnavailable)
         const reached = rows[0]?.reached ?? null
         if (reached === null) return undefined
         if (!isLimitName(reached)) return yield* Effect.dieMessage(`limit_admission answered an unknown limit: ${reached}`)
