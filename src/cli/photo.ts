@@ -1,5 +1,5 @@
 /** Turns any photo a phone or camera makes into one the API takes: upright, at most 2048 px a side, JPEG or PNG, at most 2 MB. */
-import { open, stat } from "node:fs/promises"
+import { readFile, stat } from "node:fs/promises"
 import { basename } from "node:path"
 import { Effect } from "effect"
 import type { Sharp } from "sharp"
@@ -37,14 +37,7 @@ const heicFailure = (name: string) =>
 
 const readWhole = (path: string) =>
   Effect.tryPromise({
-    try: async () => {
-      const file = await open(path, "r")
-      try {
-        return await file.readFile()
-      } finally {
-        await file.close()
-      }
-    },
+    try: () => readFile(path),
     catch: (cause) => new CliFailure({ code: "photo_unreadable", message: `cannot read ${path}: ${cause instanceof Error ? cause.message : String(cause)}` })
   })
 

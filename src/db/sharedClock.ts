@@ -23,14 +23,18 @@ export const measureOffset = (base: Clock.Clock) =>
   })
 
 /** `base` read with a correction: the correction changes as it is measured again. */
-export const correctedClock = (base: Clock.Clock, offsetMs: () => number): Clock.Clock => ({
-  [Clock.ClockTypeId]: Clock.ClockTypeId,
-  unsafeCurrentTimeMillis: () => Math.round(base.unsafeCurrentTimeMillis() + offsetMs()),
-  currentTimeMillis: Effect.sync(() => Math.round(base.unsafeCurrentTimeMillis() + offsetMs())),
-  unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos() + BigInt(Math.round(offsetMs() * 1_000_000)),
-  currentTimeNanos: Effect.sync(() => base.unsafeCurrentTimeNanos() + BigInt(Math.round(offsetMs() * 1_000_000))),
-  sleep: (duration) => base.sleep(duration)
-})
+export const correctedClock = (base: Clock.Clock, offsetMs: () => number): Clock.Clock => {
+  const millis = () => Math.round(base.unsafeCurrentTimeMillis() + offsetMs())
+  const nanos = () => base.unsafeCurrentTimeNanos() + BigInt(Math.round(offsetMs() * 1_000_000))
+  return {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: millis,
+    currentTimeMillis: Effect.sync(millis),
+    unsafeCurrentTimeNanos: nanos,
+    currentTimeNanos: Effect.sync(nanos),
+    sleep: (duration) => base.sleep(duration)
+  }
+}
 
 /**
  * Sets the database-aligned clock for every layer built after this one (and the fibers they start). A failed

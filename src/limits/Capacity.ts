@@ -64,6 +64,9 @@ export const CreditCapacityWith = (settings: CapacitySettings): Layer.Layer<Cred
       const letThrough = (effect: Effect.Effect<void, TooManyRequests | SqlError.SqlError>) =>
         Effect.catchTag(effect, "SqlError", (error) => Effect.logWarning("capacity counters unavailable; request let through", error))
       const currentWindow = Effect.map(Clock.currentTimeMillis, (nowMs) => new Date(fixedWindowStart(MINUTE_MS, nowMs)))
+      /** The first count of a new minute (`counted` is 1) sweeps the finished windows. */
+      const sweepIfFirst = (counted: number, window: Date) =>
+        counted === 1 ? Effect.asVoid(sql`DELETE FROM capacity_counters WHERE window_start < ${window}`) : Effect.void
 
       const admit = (subject: string) =>
         Effect.gen(function* () {
@@ -76,8 +79,7 @@ export const CreditCapacityWith = (settings: CapacitySettings): Layer.Layer<Cred
           if (global === undefined) {
             return yield* Effect.fail(refuse("The credit endpoints are at capacity this minute; respect Retry-After."))
           }
-          // The first request of a new minute sweeps the finished windows.
-          if (global === 1) yield* sql`DELETE FROM capacity_counters WHERE window_start < ${window}`
+          yield* sweepIfFirst(global, window)
         }).pipe(letThrough)
 
       const admitUnknownKey = (subject: string) =>
@@ -90,7 +92,7 @@ export const CreditCapacityWith = (settings: CapacitySettings): Layer.Layer<Cred
               refuse(`This address sent ${limit} requests with unknown keys this minute; check the key, then respect Retry-After.`)
             )
           }
-          if (fits === 1) yield* sql`DELETE FROM capacity_counters WHERE window_start < ${window}`
+          yield* sweepIfFirst(fits, window)
         }).pipe(letThrough)
 
       return CreditCapacity.of({ admit, admitUnknownKey })

@@ -34,9 +34,8 @@ const instructions = (settings: Settings, cardCredits: boolean) =>
 
 type Sdk = typeof import("@modelcontextprotocol/server")
 
-let sdkLoading: Promise<Sdk> | undefined
-/** The MCP SDK, loaded with the first request to /mcp: a server no agent calls does not hold it (about 5 MiB). */
-const loadSdk = () => (sdkLoading ??= import("@modelcontextprotocol/server"))
+/** The MCP SDK, loaded with the first request to /mcp (the module is cached): a server no agent calls does not hold it (about 5 MiB). */
+const loadSdk = (): Promise<Sdk> => import("@modelcontextprotocol/server")
 
 /** The trace a caller started, from the W3C trace context in the call's `_meta`. */
 const parentSpanOf = (sdk: Sdk, meta: Readonly<Record<string, unknown>> | undefined) => {
