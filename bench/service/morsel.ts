@@ -27,8 +27,8 @@ import { DEV_FOODS } from "../../test/foods/devset.ts"
 import { FDC_FIXTURE_DIR, hasSr28, SR28_DIR } from "../../test/foods/paths.ts"
 import { breakdown } from "./memory.ts"
 
-/** Tells the parent where the server listens, on one stdout line. */
-const announce = (port: number) => process.stdout.write(`READY ${port}\n`)
+/** Tells the parent where the server listens, on one stdout line (the reference seller's role says it too). */
+export const announce = (port: number) => process.stdout.write(`READY ${port}\n`)
 
 const guess = { kcal: 150, protein_g: 5, carbs_g: 20, fat_g: 5 }
 

@@ -8,7 +8,7 @@ import express from "express"
 import sharp from "sharp"
 import { NETWORK } from "../../src/x402/protocol.ts"
 import type { Call } from "./load.ts"
-import { morsel } from "./morsel.ts"
+import { announce, morsel } from "./morsel.ts"
 
 export const PAY_TO = "0x1111111111111111111111111111111111111111"
 /** The Bearer key of the in-memory credits the benchmark spends. */
@@ -37,9 +37,6 @@ export const analyzeCall = (image: Buffer, key: string, language: "en" | "lt" = 
   headers: { authorization: BENCH_KEY, "idempotency-key": key },
   body: Buffer.from(JSON.stringify({ image_base64: image.toString("base64"), mime_type: "image/jpeg", language }))
 })
-
-/** Tells the parent where the server listens, on one stdout line. */
-const announce = (port: number) => process.stdout.write(`READY ${port}\n`)
 
 /** The x402 reference seller: `@x402/express`'s payment middleware on an express app, answering POST /v1/analyze. */
 export const reference = async () => {

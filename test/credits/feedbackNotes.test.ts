@@ -5,7 +5,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { newCreditKey, payerIdOf } from "../../src/credits/keys.ts"
 import { errorCode, isRecord, send } from "../support/http.ts"
-import { CreditsServer, CreditsServerLive, creditsWithFake, Fake, freshKey, seedAnalysisRequest } from "./support.ts"
+import { buyer, CreditsServer, CreditsServerLive, creditsWithFake, Fake, seedAnalysisRequest } from "./support.ts"
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex")
 
@@ -40,12 +40,8 @@ describe("feedback notes", () => {
         const fake = yield* Fake
         const sql = yield* SqlClient.SqlClient
         const { url } = yield* CreditsServer
-        const { key, fingerprint } = yield* freshKey
-        const checkout = yield* Effect.promise(() =>
-          send(`${url}/v1/credits/checkout`, { headers: { authorization: `Bearer ${key}` }, body: { order_id: crypto.randomUUID() } })
-        )
-        if (!isRecord(checkout.body)) throw new Error(checkout.text)
-        fake.pay(String(checkout.body["session_id"]))
+        const { key, fingerprint, sessionId } = yield* buyer
+        fake.pay(sessionId)
         const submit = (request_id: string, note: string) =>
           Effect.promise(() =>
             send(`${url}/v1/credits/feedback`, { headers: { authorization: `Bearer ${key}` }, body: { request_id, category: "other", note } })
@@ -74,12 +70,8 @@ describe("feedback notes", () => {
         const fake = yield* Fake
         const sql = yield* SqlClient.SqlClient
         const { url } = yield* CreditsServer
-        const { key, fingerprint } = yield* freshKey
-        const checkout = yield* Effect.promise(() =>
-          send(`${url}/v1/credits/checkout`, { headers: { authorization: `Bearer ${key}` }, body: { order_id: crypto.randomUUID() } })
-        )
-        if (!isRecord(checkout.body)) throw new Error(checkout.text)
-        fake.pay(String(checkout.body["session_id"]))
+        const { key, fingerprint, sessionId } = yield* buyer
+        fake.pay(sessionId)
         for (const note of ordinary) {
           const requestId = yield* seedAnalysisRequest({ payer: payerIdOf(fingerprint), status: "failed", createdAt: new Date() })
           const answer = yield* Effect.promise(() =>

@@ -4,40 +4,13 @@ import { Effect, Either, Layer } from "effect"
 import { CreditFunding } from "../../src/credits/CreditFunding.ts"
 import { newCreditKey, payerIdOf } from "../../src/credits/keys.ts"
 import { realPostgresUrl } from "../support/database.ts"
-import type { FakeStripe } from "../support/fakeStripe.ts"
-import { errorCode, isRecord, send } from "../support/http.ts"
-import { auditLedger, CreditsServer, CreditsServerLive, creditsWithFake, creditsWithoutStripe, Fake, freshKey, seedAnalysisRequest, seedOrder } from "./support.ts"
+import { errorCode, send } from "../support/http.ts"
+import { api, auditLedger, balanceOf, buyer, CreditsServer, CreditsServerLive, creditsWithFake, creditsWithoutStripe, Fake, freshKey, seedAnalysisRequest, seedOrder, webhook } from "./support.ts"
 import { bearerCredential, newRequestId, recordingSave, unsaved } from "../support/funding.ts"
 import type { Save } from "../../src/analysis/Funding.ts"
 import { storageUnavailable } from "../../src/db/storage.ts"
 
 const DAY = 24 * 3600 * 1000
-
-const api = (path: string, key: string, body?: unknown) =>
-  Effect.gen(function* () {
-    const { url } = yield* CreditsServer
-    return yield* Effect.promise(() =>
-      send(`${url}${path}`, { headers: { authorization: `Bearer ${key}` }, ...(body === undefined ? {} : { body }) })
-    )
-  })
-
-const webhook = (payload: Parameters<FakeStripe["sendWebhook"]>[1], options?: { secret?: string }) =>
-  Effect.gen(function* () {
-    const fake = yield* Fake
-    const { url } = yield* CreditsServer
-    return yield* Effect.promise(() => fake.sendWebhook(`${url}/webhooks/stripe`, payload, options))
-  })
-
-/** A known key with an open checkout: returns the key, its fingerprint, the order and the session. */
-const buyer = Effect.gen(function* () {
-  const { key, fingerprint } = yield* freshKey
-  const orderId = crypto.randomUUID()
-  const answer = yield* api("/v1/credits/checkout", key, { order_id: orderId })
-  expect(answer.status).toBe(200)
-  const body = answer.body
-  if (!isRecord(body) || typeof body["session_id"] !== "string") throw new Error(`checkout failed: ${answer.text}`)
-  return { key, fingerprint, orderId, sessionId: body["session_id"] }
-})
 
 /** A key whose pack of 500 credits was paid and delivered by the webhook, with its credit funding method. */
 const paidMethod = Effect.gen(function* () {
@@ -49,8 +22,6 @@ const paidMethod = Effect.gen(function* () {
   const method = yield* funding.identify(bearerCredential(`Bearer ${b.key}`))
   return { ...b, method }
 })
-
-const balanceOf = (key: string) => Effect.map(api("/v1/credits/balance", key), (a) => a.body)
 
 const serverWithFake = (env: Readonly<Record<string, string>> = {}) => CreditsServerLive.pipe(Layer.provideMerge(creditsWithFake(env)))
 

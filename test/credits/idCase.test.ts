@@ -4,25 +4,10 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { payerIdOf } from "../../src/credits/keys.ts"
-import { errorCode, isRecord, send } from "../support/http.ts"
-import { auditLedger, CreditsServer, CreditsServerLive, creditsWithFake, Fake, freshKey, seedAnalysisRequest } from "./support.ts"
+import { errorCode, isRecord } from "../support/http.ts"
+import { api, auditLedger, balanceOf, CreditsServerLive, creditsWithFake, Fake, freshKey, seedAnalysisRequest, webhook } from "./support.ts"
 
 const HOUR_S = 3600
-
-const api = (path: string, key: string, body?: unknown) =>
-  Effect.gen(function* () {
-    const { url } = yield* CreditsServer
-    return yield* Effect.promise(() =>
-      send(`${url}${path}`, { headers: { authorization: `Bearer ${key}` }, ...(body === undefined ? {} : { body }) })
-    )
-  })
-
-const webhook = (payload: Parameters<Effect.Effect.Success<typeof Fake>["sendWebhook"]>[1]) =>
-  Effect.gen(function* () {
-    const fake = yield* Fake
-    const { url } = yield* CreditsServer
-    return yield* Effect.promise(() => fake.sendWebhook(`${url}/webhooks/stripe`, payload))
-  })
 
 /** Every other letter upper case: neither the lower nor the upper form. */
 const mixedCase = (id: string) => [...id].map((c, i) => (i % 2 === 0 ? c.toUpperCase() : c)).join("")
@@ -31,8 +16,6 @@ const sessionIdOf = (body: unknown) => {
   if (!isRecord(body) || typeof body["session_id"] !== "string") throw new Error(`no session in ${JSON.stringify(body)}`)
   return body["session_id"]
 }
-
-const balanceOf = (key: string) => Effect.map(api("/v1/credits/balance", key), (a) => a.body)
 
 /** A key with an open checkout made in lower case, whose processor record then says the id as a client once sent it. */
 const stuckOrder = Effect.gen(function* () {

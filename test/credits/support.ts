@@ -14,6 +14,7 @@ import { type KeyFingerprint, OrderId } from "../../src/domain/ids.ts"
 import { CreditsGroup } from "../../src/http/Api.ts"
 import { TestDatabase } from "../support/database.ts"
 import { type FakeStripe, startFakeStripe } from "../support/fakeStripe.ts"
+import { isRecord, send } from "../support/http.ts"
 
 export class Fake extends Context.Tag("test/FakeStripe")<Fake, FakeStripe>() {}
 
@@ -113,6 +114,36 @@ export const creditsServerWith = <E, R>(extra: Layer.Layer<never, E, R>) =>
   )
 
 export const CreditsServerLive = creditsServerWith(Layer.empty)
+
+/** A request to the credits server with a Bearer key, and a JSON body when one is given. */
+export const api = (path: string, key: string, body?: unknown) =>
+  Effect.gen(function* () {
+    const { url } = yield* CreditsServer
+    return yield* Effect.promise(() =>
+      send(`${url}${path}`, { headers: { authorization: `Bearer ${key}` }, ...(body === undefined ? {} : { body }) })
+    )
+  })
+
+/** A Stripe event signed by the fake and delivered to the credits server's webhook. */
+export const webhook = (payload: Parameters<FakeStripe["sendWebhook"]>[1], options?: { secret?: string }) =>
+  Effect.gen(function* () {
+    const fake = yield* Fake
+    const { url } = yield* CreditsServer
+    return yield* Effect.promise(() => fake.sendWebhook(`${url}/webhooks/stripe`, payload, options))
+  })
+
+/** The balance object of a key, as the server answers it. */
+export const balanceOf = (key: string) => Effect.map(api("/v1/credits/balance", key), (a) => a.body)
+
+/** A known key with an open checkout: returns the key, its fingerprint, the order and the session. */
+export const buyer = Effect.gen(function* () {
+  const { key, fingerprint } = yield* freshKey
+  const orderId = crypto.randomUUID()
+  const answer = yield* api("/v1/credits/checkout", key, { order_id: orderId })
+  const body = answer.body
+  if (answer.status !== 200 || !isRecord(body) || typeof body["session_id"] !== "string") throw new Error(`checkout failed: ${answer.text}`)
+  return { key, fingerprint, orderId, sessionId: body["session_id"] }
+})
 
 export interface Violation {
   readonly rule: string
