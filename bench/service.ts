@@ -33,20 +33,25 @@ const MAX_REQUESTS = 20_000
 /** The floor: bare node:http and sharp at its defaults, nothing of morsel loaded (plain Node, no TypeScript loader). */
 const floorScript = join(root, "bench/service/floor.mjs")
 /**
- * morsel's role bundled as the shipped command line is (bin/bundle.js), run by plain Node: its memory and start are
- * the product's, not those of a TypeScript loader compiling the sources. Written inside the tree so that the packages
- * left outside the bundle resolve from node_modules.
+ * morsel's role bundled as the shipped command line is (bin/bundle.js), chunks loaded on demand included, run by plain
+ * Node: its memory and start are the product's, not those of a TypeScript loader compiling the sources, nor of code
+ * the server would not load. Written inside the tree so that the packages left outside the bundle resolve from
+ * node_modules.
  */
 const bundleMorselRole = async (): Promise<string> => {
-  const outfile = join(root, "dist/bench/morsel-role.mjs")
+  const outdir = join(root, "dist/bench")
+  rmSync(outdir, { recursive: true, force: true })
   await build({
     absWorkingDir: root,
-    entryPoints: [join(root, "bench/service/morselRole.ts")],
-    outfile,
+    entryPoints: { "morsel-role": join(root, "bench/service/morselRole.ts") },
+    outdir,
+    outExtension: { ".js": ".mjs" },
+    splitting: true,
+    chunkNames: "[name]-[hash]",
     ...NODE_BUNDLE,
     external: [...NODE_BUNDLE.external, "tsx"]
   })
-  return outfile
+  return join(outdir, "morsel-role.mjs")
 }
 
 /**

@@ -11,12 +11,9 @@ import { type ModelItem, VisionModel } from "../../src/analysis/VisionModel.ts"
 import { prepareImage } from "../../src/analysis/VisionModelLive.ts"
 import { AppConfigLive } from "../../src/config.ts"
 import * as Database from "../../src/db/Database.ts"
-import { storeFoods } from "../../src/foods/commonFoods.ts"
 import { makeFoodDbLive } from "../../src/foods/FoodDbLive.ts"
-import { buildIndex } from "../../src/foods/matcher.ts"
 import type { FoodRecord } from "../../src/foods/records.ts"
 import { countFoods } from "../../src/foods/repository.ts"
-import { readDatasets } from "../../src/foods/sources.ts"
 import { nodeServer } from "../../src/http/nodeServer.ts"
 import { LimitsLive } from "../../src/limits/Limits.ts"
 import { LoggingLive } from "../../src/logging.ts"
@@ -25,6 +22,7 @@ import { serveWith } from "../../src/server.ts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { DEV_FOODS } from "../../test/foods/devset.ts"
 import { FDC_FIXTURE_DIR, hasSr28, SR28_DIR } from "../../test/foods/paths.ts"
+import { send } from "./load.ts"
 import { breakdown } from "./memory.ts"
 
 /** Tells the parent where the server listens, on one stdout line (the reference seller's role says it too). */
@@ -62,13 +60,20 @@ const BenchFunding = Layer.effect(
 /** The foods of the benchmark: USDA SR28 when it is at hand, else the small FoodData Central fixture of the tests. */
 export const FOODS_DIR = hasSr28 ? SR28_DIR : FDC_FIXTURE_DIR
 
-const foodRecords = async (): Promise<ReadonlyArray<FoodRecord>> => (await readDatasets(FOODS_DIR, () => {})).flatMap((d) => d.records)
+/** Read as `fooddb import` reads them; the importer's code is loaded only here, as the server does not load it. */
+const foodRecords = async (): Promise<ReadonlyArray<FoodRecord>> => {
+  const { readDatasets } = await import("../../src/foods/sources.ts")
+  return (await readDatasets(FOODS_DIR, () => {})).flatMap((d) => d.records)
+}
 
 /** The benchmark's foods stored in the database on its first start, as `morsel fooddb import` stores them. */
 const storeFoodsOnce = Layer.effectDiscard(
   Effect.gen(function* () {
     const present = (yield* countFoods).reduce((n, row) => n + row.foods, 0)
-    if (present === 0) yield* storeFoods(yield* Effect.promise(foodRecords), "benchmark foods")
+    if (present === 0) {
+      const [{ storeFoods }, records] = yield* Effect.promise(() => Promise.all([import("../../src/foods/commonFoods.ts"), foodRecords()]))
+      yield* storeFoods(records, "benchmark foods")
+    }
   })
 )
 
@@ -77,7 +82,7 @@ const storeFoodsOnce = Layer.effectDiscard(
  * is loaded from the database, where the parent imported the same foods).
  */
 const foodIndexHeap = async () => {
-  const records = await foodRecords()
+  const [{ buildIndex }, records] = await Promise.all([import("../../src/foods/matcher.ts"), foodRecords()])
   globalThis.gc?.()
   const before = process.memoryUsage().heapUsed
   const index = buildIndex(records)
@@ -107,7 +112,7 @@ export const morsel = async () => {
     foods: makeFoodDbLive().pipe(Layer.provide(storeFoodsOnce)),
     limits: LimitsLive,
     funding: BenchFunding,
-    database: Database.layer,
+    database: Database.servingLayer,
     http: nodeServer({ host: "127.0.0.1", port: Number(process.env["PORT"]) })
   }).pipe(Layer.provide(LoggingLive), Layer.provide(AppConfigLive))
   // As `morsel serve` does: the start's garbage is collected once the server is ready.
@@ -123,15 +128,17 @@ export const morsel = async () => {
   await announceWhenHealthy(Number(process.env["PORT"]))
 }
 
-/** The port morsel listens on is chosen by the parent (PORT) and announced once /health answers. */
+/**
+ * The port morsel listens on is chosen by the parent (PORT) and announced once /health answers; asked with node:http,
+ * which the server loads anyway (`fetch` would load Node's own HTTP client, which the server does not hold).
+ */
 const announceWhenHealthy = async (port: number) => {
   for (;;) {
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}/health`)
-      if (response.ok) return announce(port)
-    } catch {
-      // not listening yet
-    }
+    const healthy = await send(port, { method: "GET", path: "/health" }, undefined, 1000).then(
+      (reply) => reply.status === 200,
+      () => false
+    )
+    if (healthy) return announce(port)
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }

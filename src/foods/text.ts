@@ -292,7 +292,7 @@ const baseNormalise = (text: string) =>
     .toLowerCase()
     .normalize("NFKD")
     .replace(/[\u0300-\u036f]/g, "")
-    .replace(/['’]/g, "")
+    .replace(/['\u2019]/g, "")
     .replace(/&/g, " and ")
 
 const applyPhrases = (text: string, phrases: ReadonlyArray<readonly [RegExp, string]>) =>

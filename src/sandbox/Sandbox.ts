@@ -63,7 +63,7 @@ export const sandboxConfig = (env: Readonly<Record<string, string | undefined>>)
 
 /** Foods imported with `fooddb import` into an embedded database folder (read once; the folder must not be in use). */
 const importedFoods = (dataDir: string) =>
-  Effect.scoped(Effect.flatMap(Database.embedded(dataDir), (target) => loadRecords().pipe(Effect.provide(Database.layerFor(target)))))
+  Effect.scoped(Effect.flatMap(Database.embedded(dataDir, { serving: true }), (target) => loadRecords().pipe(Effect.provide(Database.layerFor(target)))))
 
 /** The sandbox's food database: the foods imported in `dataDir` when it holds some, else the shipped USDA subset. */
 const sandboxFoods = (dataDir: Option.Option<string>) =>
@@ -92,7 +92,7 @@ export const sandboxParts = (options: { readonly foodsFrom?: string; readonly ow
     funding: withScenarioPayments(FundingLive).pipe(Layer.provide(chain)),
     processor: ProcessorMemory,
     chain: ChainMemory.pipe(Layer.provide(chain)),
-    database: Database.layer,
+    database: Database.servingLayer,
     routes: Layer.mergeAll(SandboxMiddleware, SandboxCheckoutRoutes, WalletsRoute),
     routeServices: Layer.merge(SandboxCheckoutLive.pipe(Layer.provideMerge(ProcessorMemory)), chain)
   }
