@@ -45,9 +45,6 @@ const bundleMorselRole = async (): Promise<string> => {
     absWorkingDir: root,
     entryPoints: { "morsel-role": join(root, "bench/service/morselRole.ts") },
     outdir,
-    outExtension: { ".js": ".mjs" },
-    splitting: true,
-    chunkNames: "[name]-[hash]",
     ...NODE_BUNDLE,
     external: [...NODE_BUNDLE.external, "tsx"]
   })

@@ -10,15 +10,11 @@ import { NODE_BUNDLE } from "./bundling.js"
 const root = dirname(dirname(fileURLToPath(import.meta.url)))
 const outdir = join(root, "dist/bundle")
 
-// Chunk names carry a hash: a rebuild starts from an empty folder so that no chunk of an older build is left behind.
+// The server and the sandbox are imported on demand: in their own chunks, the client commands do not load them.
 rmSync(outdir, { recursive: true, force: true })
 await build({
   absWorkingDir: root,
   entryPoints: { morsel: "src/cli.ts" },
   outdir,
-  outExtension: { ".js": ".mjs" },
-  // The server and the sandbox are imported on demand: in their own chunks, the client commands do not load them.
-  splitting: true,
-  chunkNames: "[name]-[hash]",
   ...NODE_BUNDLE
 })

@@ -7,6 +7,11 @@ export const NODE_BUNDLE = {
   bundle: true,
   platform: "node",
   format: "esm",
+  // Code imported on demand (the server, the sandbox, the importer) is a chunk of its own, loaded when first used.
+  // Chunk names carry a hash: a rebuild starts from an empty output folder, so that no older chunk is left behind.
+  splitting: true,
+  chunkNames: "[name]-[hash]",
+  outExtension: { ".js": ".mjs" },
   target: "node20.19",
   // Less source to read and compile at start; names are kept, so stack traces stay readable.
   minifyWhitespace: true,
