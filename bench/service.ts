@@ -16,7 +16,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "@effect/experimental"
 import { Effect, Redacted } from "effect"
 import { build } from "esbuild"
-import { type Call, type Child, type LoadResult, cpuMs, freePort, load, median, peakRssMiB, resetPeakRss, send, sequential, startRole } from "./service/load.ts"
+import { type Call, type Child, type LoadResult, cpuMs, freePort, healthy, load, median, peakRssMiB, resetPeakRss, send, sequential, startRole } from "./service/load.ts"
 import { type Breakdown, describeBreakdown, describeMappings, type Mappings, mappings } from "./service/memory.ts"
 import { FOODS_DIR } from "./service/morsel.ts"
 import { analyzeCall, morselEnv, photos, roles } from "./service/roles.ts"
@@ -117,11 +117,7 @@ const startOnce = async (dataDir: string): Promise<number> => {
   })
   try {
     while (performance.now() - started < 90_000) {
-      const ok = await send(port, { method: "GET", path: "/health" }, undefined, 1000).then(
-        (r) => r.status === 200,
-        () => false
-      )
-      if (ok) return performance.now() - started
+      if (await healthy(port)) return performance.now() - started
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
     return Number.NaN
@@ -157,11 +153,7 @@ const idleAfterStart = async (args: ReadonlyArray<string>, env: Readonly<Record<
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`morsel serve ${args.join(" ")} exited with ${child.exitCode}`)
-      const ok = await send(port, { method: "GET", path: "/health" }, undefined, 1000).then(
-        (r) => r.status === 200,
-        () => false
-      )
-      if (ok) break
+      if (await healthy(port)) break
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     const readyMs = performance.now() - started

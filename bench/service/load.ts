@@ -44,6 +44,13 @@ export const send = (port: number, call: Call, agent?: Agent, timeoutMs = 60_000
     req.end(call.body)
   })
 
+/** Whether a server on 127.0.0.1:`port` answers GET /health with 200 within a second (false while it is not listening). */
+export const healthy = (port: number): Promise<boolean> =>
+  send(port, { method: "GET", path: "/health" }, undefined, 1000).then(
+    (reply) => reply.status === 200,
+    () => false
+  )
+
 /** CPU time (user + system) of a process and its peak resident memory, from /proc. */
 export const cpuMs = (pid: number): number => {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8")

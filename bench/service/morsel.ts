@@ -22,7 +22,7 @@ import { serveWith } from "../../src/server.ts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { DEV_FOODS } from "../../test/foods/devset.ts"
 import { FDC_FIXTURE_DIR, hasSr28, SR28_DIR } from "../../test/foods/paths.ts"
-import { send } from "./load.ts"
+import { healthy } from "./load.ts"
 import { breakdown } from "./memory.ts"
 
 /** Tells the parent where the server listens, on one stdout line (the reference seller's role says it too). */
@@ -134,11 +134,7 @@ export const morsel = async () => {
  */
 const announceWhenHealthy = async (port: number) => {
   for (;;) {
-    const healthy = await send(port, { method: "GET", path: "/health" }, undefined, 1000).then(
-      (reply) => reply.status === 200,
-      () => false
-    )
-    if (healthy) return announce(port)
+    if (await healthy(port)) return announce(port)
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
