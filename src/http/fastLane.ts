@@ -18,6 +18,7 @@ import { Limits } from "../limits/Limits.ts"
 import { count, fastLaneAnswers, httpRequests } from "../observability/metrics.ts"
 import { paymentRequiredHeader } from "../x402/protocol.ts"
 import { AnalyzeHeaders } from "./Api.ts"
+import { readBody } from "./body.ts"
 import { FrontDoor, type Lane, type PassOn } from "./nodeServer.ts"
 import { isJson } from "./transport.ts"
 
@@ -107,16 +108,6 @@ const decodeHeaders = Schema.decodeUnknownEither(AnalyzeHeaders)
 const decodeRequest = Schema.decodeUnknownEither(AnalyzeRequest)
 const encodeChallenge = Schema.encodeSync(PaymentRequired)
 
-/** Reads a body whole; undefined when the client went away first. */
-const readBody = (request: IncomingMessage): Promise<Buffer | undefined> =>
-  new Promise((resolve) => {
-    const chunks: Array<Buffer> = []
-    request.on("data", (chunk: Buffer) => chunks.push(chunk))
-    request.on("end", () => resolve(Buffer.concat(chunks)))
-    request.on("error", () => resolve(undefined))
-    request.on("aborted", () => resolve(undefined))
-  })
-
 /** The fingerprint of a valid analysis request's input (headers, body and image as the stack checks them); none for anything else. */
 const validInput = (request: IncomingMessage, body: Buffer): Option.Option<() => InputFingerprint> => {
   if (Either.isLeft(decodeHeaders(request.headers))) return Option.none()
@@ -203,8 +194,8 @@ export const FastLaneLive = Layer.scopedDiscard(
       // A funded request is read only when a result is kept under its credential and key: a new analysis is not delayed.
       const head = funded ? headOf(headers) : ""
       if (funded ? !replays.holds(head) : Option.isNone(challenge)) return false
-      void readBody(request).then(async (body) => {
-        if (body === undefined) return
+      void readBody(request, MAX_BODY_BYTES).then(async (body) => {
+        if (!Buffer.isBuffer(body)) return
         const input = validInput(request, body)
         if (funded) {
           const replay = Option.isSome(input) ? replays.lookup(fullOf(head, input.value()), clock.unsafeCurrentTimeMillis()) : undefined

@@ -1,7 +1,8 @@
 /** Transport rules of every request: trusted browser origins and CORS, JSON-only bodies, body size and depth, error bodies. */
+import { IncomingMessage } from "node:http"
 import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlError } from "@effect/sql"
-import { Cause, Effect, Option, Schema } from "effect"
+import { Cause, Effect, Either, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { storageUnavailable } from "../db/storage.ts"
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, tooDeep } from "../domain/bodies.ts"
@@ -13,6 +14,7 @@ import {
   schemaRejection,
   UnsupportedMediaType
 } from "../domain/errors.ts"
+import { type ReadBody, readBody } from "./body.ts"
 
 export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
@@ -54,6 +56,8 @@ const bodyTooLarge = new PayloadTooLarge({
   error: { code: "request_too_large", message: `request body exceeds ${MAX_BODY_BYTES} bytes` }
 })
 
+const bodyCut = new InvalidRequest({ error: { code: "invalid_request", message: "the request body ended before it was complete" } })
+
 /**
  * Whether JSON text nests arrays and objects deeper than `max`; brackets inside strings do not count. A string is
  * skipped with indexOf to its closing quote (one not escaped by an odd run of backslashes): a 2.7 MB image costs
@@ -86,16 +90,36 @@ const closingQuote = (text: string, open: number): number => {
   }
 }
 
-/** Rejects a bad body before any route reads it; the text read here is cached for the route. */
-const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
+/** The body's text, read as Buffers from a Node request (see `readBody`), else as the platform reads it. */
+const readText = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string | Exclude<ReadBody, Buffer>> => {
+  const source = request.source
+  return source instanceof IncomingMessage
+    ? Effect.map(
+        Effect.promise(() => readBody(source, MAX_BODY_BYTES)),
+        (body) => (Buffer.isBuffer(body) ? body.toString("utf8") : body)
+      )
+    : request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)), Effect.orElseSucceed(() => "too_large" as const))
+}
+
+/** The same request, its body's text already read: routes decode it from here. */
+const withText = (request: HttpServerRequest.HttpServerRequest, text: string): HttpServerRequest.HttpServerRequest =>
+  Object.create(request, { text: { value: Effect.succeed(text) } })
+
+/**
+ * Reads and checks a body before any route does: the request the route then gets (its text read once, here), or
+ * the answer that refuses it.
+ */
+const guardBody = (
+  request: HttpServerRequest.HttpServerRequest
+): Effect.Effect<Either.Either<HttpServerResponse.HttpServerResponse, HttpServerRequest.HttpServerRequest>> =>
   Effect.gen(function* () {
     const declared = Number(request.headers["content-length"] ?? "0")
     const empty = declared === 0 && request.headers["transfer-encoding"] === undefined
     // A POST without a body and without a type (`fetch(url, { method: "POST" })`) has nothing to check; nor has the
     // sandbox checkout's Pay button, a browser form. Any other declared type is refused, body or not.
-    if (empty && (request.headers["content-type"] === undefined || isSandboxPage(request.url))) return Option.none()
+    if (empty && (request.headers["content-type"] === undefined || isSandboxPage(request.url))) return Either.left(request)
     if (!isJson(request.headers["content-type"])) {
-      return Option.some(
+      return Either.right(
         errorResponse(
           new UnsupportedMediaType({
             error: { code: "unsupported_media_type", message: "request bodies must be sent as Content-Type: application/json" }
@@ -103,12 +127,13 @@ const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
         )
       )
     }
-    if (empty) return Option.none()
-    if (declared > MAX_BODY_BYTES) return Option.some(errorResponse(bodyTooLarge))
-    if (streamsOwnBody(request.url)) return Option.none()
-    const read = yield* request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)), Effect.either)
-    if (read._tag === "Left") return Option.some(errorResponse(bodyTooLarge))
-    return nestsDeeperThan(read.right, MAX_JSON_DEPTH) ? Option.some(errorResponse(tooDeep("request body is"))) : Option.none()
+    if (empty || streamsOwnBody(request.url)) return Either.left(request)
+    if (declared > MAX_BODY_BYTES) return Either.right(errorResponse(bodyTooLarge))
+    const text = yield* readText(request)
+    // The rest of a body too large is not read: the answer closes the connection.
+    if (text === "too_large") return Either.right(errorResponse(bodyTooLarge).pipe(HttpServerResponse.setHeader("connection", "close")))
+    if (text === "cut") return Either.right(errorResponse(bodyCut))
+    return nestsDeeperThan(text, MAX_JSON_DEPTH) ? Either.right(errorResponse(tooDeep("request body is"))) : Either.left(withText(request, text))
   })
 
 const decodeErrorBody = Schema.decodeUnknownOption(
@@ -197,11 +222,10 @@ export const TransportGuard = HttpLayerRouter.middleware(
             })
           )
         }
-        if (request.method === "POST") {
-          const rejected = yield* guardBody(request)
-          if (Option.isSome(rejected)) return rejected.value.pipe(HttpServerResponse.setHeaders(cors))
-        }
-        const response = yield* app.pipe(
+        const guarded = request.method === "POST" ? yield* guardBody(request) : Either.left(request)
+        if (Either.isRight(guarded)) return guarded.right.pipe(HttpServerResponse.setHeaders(cors))
+        const routed = guarded.left === request ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, guarded.left)
+        const response = yield* routed.pipe(
           Effect.catchAllCause((cause) => {
             // A body that is not JSON surfaces as a request error (even as a defect), not as a schema error.
             const error = Cause.squash(cause)

@@ -1,10 +1,11 @@
 // Hostile request bodies: deep nesting and huge field values get a short 400 with a code, never an empty 500.
 import { describe, expect, it } from "@effect/vitest"
+import { request } from "node:http"
 import { Context, Effect, Layer } from "effect"
 import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
-import { MAX_JSON_DEPTH } from "../../src/domain/bodies.ts"
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../../src/domain/bodies.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { type Answer, errorCode, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
@@ -32,6 +33,32 @@ const post = (path: string, rawBody: string, headers: Record<string, string> = {
   )
 
 const png = await makeImage(64, 48, "png")
+
+/**
+ * Posts `body` with Transfer-Encoding: chunked (no Content-Length, as a streaming client sends it), 64 KiB at a
+ * time, and resolves with the answer as soon as it arrives, even while the body is still being sent.
+ */
+const postChunked = (url: string, body: string) =>
+  new Promise<{ status: number; text: string; connection: string | undefined }>((resolve, reject) => {
+    const outgoing = request(`${url}/v1/analyze`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": "hostile-chunked-key-01", authorization: "Bearer memory_alice" }
+    })
+    outgoing.on("response", (incoming) => {
+      let text = ""
+      incoming.setEncoding("utf8").on("data", (chunk) => (text += chunk))
+      incoming.on("end", () => resolve({ status: incoming.statusCode ?? 0, text, connection: incoming.headers.connection }))
+    })
+    // The server may close the connection before the whole body is sent: that is its answer to a body too large.
+    outgoing.on("error", (error) => (outgoing.writableEnded ? undefined : reject(error)))
+    const send = (at: number): void => {
+      if (outgoing.destroyed) return
+      if (at >= body.length) return void outgoing.end()
+      if (outgoing.write(body.slice(at, at + 65_536))) send(at + 65_536)
+      else outgoing.once("drain", () => send(at + 65_536))
+    }
+    send(0)
+  })
 
 /** `levels` arrays inside each other around `inner`, e.g. 2 → `[[inner]]`. */
 const nestedArrays = (levels: number, inner = "1") => `${"[".repeat(levels)}${inner}${"]".repeat(levels)}`
@@ -82,6 +109,18 @@ describe("hostile bodies", () => {
         const text = yield* post("/v1/analyze", bodies(JSON.stringify("[".repeat(10_000)))[0]![1])
         expectInvalidRequest(text)
         expect((text.body as { error: { message: string } }).error.message).toMatch(/^language/)
+      }))
+
+    it.effect("a body of unknown length: read when it is within the limit, 413 once it passes it", () =>
+      Effect.gen(function* () {
+        const { url } = yield* Server
+        const within = yield* Effect.promise(() => postChunked(url, `{"image_base64":"${png.base64}","mime_type":"image/png","language":"xx"}`))
+        expect(within.status, within.text).toBe(400)
+        expect(within.text).toContain("language")
+        const huge = yield* Effect.promise(() => postChunked(url, `{"image_base64":"${"A".repeat(MAX_BODY_BYTES + 100_000)}","mime_type":"image/png"}`))
+        expect(huge.status, huge.text).toBe(413)
+        expect(JSON.parse(huge.text).error.code).toBe("request_too_large")
+        expect(huge.connection).toBe("close")
       }))
 
     it.effect("the tool interface: deep or huge arguments are a short tool error, not a 500", () =>
