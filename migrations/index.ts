@@ -8,6 +8,7 @@ import x402SettlerNonces from "./0006_x402_settler_nonces.ts"
 import creditReversals from "./0007_credit_reversals.ts"
 import dropTrigrams from "./0008_drop_pg_trgm.ts"
 import foodDescriptors from "./0009_food_descriptors.ts"
+import slotReleaseOnSave from "./0010_slot_release_on_save.ts"
 
 export const migrations = {
   "0001_core": core,
@@ -18,5 +19,6 @@ export const migrations = {
   "0006_x402_settler_nonces": x402SettlerNonces,
   "0007_credit_reversals": creditReversals,
   "0008_drop_pg_trgm": dropTrigrams,
-  "0009_food_descriptors": foodDescriptors
+  "0009_food_descriptors": foodDescriptors,
+  "0010_slot_release_on_save": slotReleaseOnSave
 }

@@ -1,7 +1,7 @@
 /** One analysis request from any transport (REST, MCP): validation, funding, idempotency, limits, the analysis and payment, in that order. */
 import { createHash } from "node:crypto"
 import { SqlError } from "@effect/sql"
-import { Clock, Context, Duration, Effect, Either, Fiber, Layer, Metric, Option, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Either, Exit, Fiber, Layer, Metric, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
 import {
@@ -165,7 +165,8 @@ export const AnalyzeRequestsLive = Layer.effect(
           reservation.release.pipe(Effect.zipRight(store.fail(requestId, code, countsAsFailure)), Effect.ignoreLogged)
         return yield* Effect.gen(function* () {
           const result = yield* analyse(requestId, image, payload).pipe(
-            Effect.ensuring(admission.release),
+            // A result's slot is freed by the statement that saves it (migration 0010); any other end frees it here.
+            Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : admission.release)),
             Effect.catchTag("AnalysisRejected", (rejected) =>
               Effect.zipRight(giveBack(rejected.error.error.code, rejected.countsAsFailure), Effect.fail(rejected.error))
             )
