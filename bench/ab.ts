@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { SERVE_ENV, SERVE_NODE_OPTIONS } from "../bin/tuning.js"
 import { type Call, type Child, cpuMs, type LoadResult, load, median, send, sequential, startRole } from "./service/load.ts"
 import { analyzeCall, morselEnv, photos } from "./service/roles.ts"
 
@@ -27,8 +28,10 @@ const calls: Record<string, Call> = {
 const dirs = [mkdtempSync(join(tmpdir(), "morsel-ab-")), mkdtempSync(join(tmpdir(), "morsel-ab-"))]
 const servers: Array<Child> = []
 try {
-  servers.push(await startRole("morsel", morselEnv(dirs[0]!)))
-  servers.push(await startRole("morsel", morselEnv(dirs[1]!), { script: join(resolve(other), "bench/service.ts") }))
+  // Both with the Node options and environment `morsel serve` runs a server with.
+  const options = { nodeArgs: SERVE_NODE_OPTIONS }
+  servers.push(await startRole("morsel", { ...SERVE_ENV, ...morselEnv(dirs[0]!) }, options))
+  servers.push(await startRole("morsel", { ...SERVE_ENV, ...morselEnv(dirs[1]!) }, { ...options, script: join(resolve(other), "bench/service.ts") }))
   for (const server of servers) await send(server.port, replay)
   for (const name of names.length > 0 ? names : [...Object.keys(calls), "analyze"]) {
     if (name === "analyze") {

@@ -13,6 +13,7 @@ import { Data, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
 import { lockDataFolder } from "./dataFolderLock.ts"
 import { migrate } from "./migrations.ts"
+import { embeddedPool } from "./prepared.ts"
 import { silenceLimitedSocket } from "./silence.ts"
 
 export class DatabaseUnavailable extends Data.TaggedError("DatabaseUnavailable")<{
@@ -191,21 +192,38 @@ const CONNECT_TIMEOUT = "5 seconds"
  */
 const SERVING_SILENCE_MS = 10_000
 
-/** A migrated PgClient/SqlClient for an explicit target; `serving` bounds each statement's wait on a real server. */
-export const layerFor = ({ embedded, ...target }: PgTarget, options: { readonly serving?: boolean } = {}) =>
-  Layer.effectDiscard(migrate).pipe(
-    Layer.provideMerge(
-      PgClient.layer({
+/**
+ * The client of a target. The embedded database's one connection prepares the statements it repeats: no other
+ * process uses that database (its folder is locked), so no other instance changes a table under a prepared statement.
+ */
+const clientFor = ({ embedded, ...target }: PgTarget, options: { readonly serving?: boolean }) =>
+  embedded
+    ? PgClient.layerFromPool({
+        acquire: Effect.acquireRelease(
+          Effect.sync(() =>
+            embeddedPool({
+              host: target.host ?? "",
+              port: target.port ?? 5432,
+              database: target.database ?? "postgres",
+              user: target.username ?? "postgres",
+              max: EMBEDDED_POOL_SIZE
+            })
+          ),
+          (pool) => Effect.promise(() => pool.end())
+        )
+      })
+    : PgClient.layer({
         ...target,
-        // The embedded database is in the process: it cannot be partitioned away, and its one connection is queued for.
         ...(options.serving && target.url !== undefined
           ? { stream: silenceLimitedSocket(SERVING_SILENCE_MS), connectTimeout: CONNECT_TIMEOUT }
           : {}),
-        maxConnections: embedded ? EMBEDDED_POOL_SIZE : POOL_SIZE,
+        maxConnections: POOL_SIZE,
         idleTimeout: "60 seconds"
       })
-    )
-  )
+
+/** A migrated PgClient/SqlClient for an explicit target; `serving` bounds each statement's wait on a real server. */
+export const layerFor = (target: PgTarget, options: { readonly serving?: boolean } = {}) =>
+  Layer.effectDiscard(migrate).pipe(Layer.provideMerge(clientFor(target, options)))
 
 const chosen = (options: { readonly serving?: boolean }) =>
   Layer.unwrapScoped(

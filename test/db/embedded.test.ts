@@ -36,6 +36,25 @@ describe("embedded database", () => {
       }
     }), 120_000)
 
+  it.effect("a parameterised statement run a second time is prepared once, and its answers stay the same", () =>
+    withDatabase(
+      "memory://",
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const prepared = Effect.map(
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%AS doubled%'`,
+          (rows) => rows[0]!.n
+        )
+        const doubled = (x: number) => Effect.map(sql<{ doubled: number }>`SELECT ${x}::int * 2 AS doubled`, (rows) => rows[0]!.doubled)
+        expect(yield* doubled(1)).toBe(2)
+        expect(yield* prepared).toBe(0)
+        expect(yield* doubled(2)).toBe(4)
+        expect(yield* prepared).toBe(1)
+        for (let x = 3; x < 10; x++) expect(yield* doubled(x)).toBe(2 * x)
+        expect(yield* prepared).toBe(1)
+      })
+    ))
+
   it.effect("an in-memory database starts empty and migrated", () =>
     withDatabase(
       "memory://",
