@@ -234,12 +234,14 @@ const orchestrate = async () => {
     const rss = { subject: peakRssMiB(morsel.pid), baseline: peakRssMiB(bare.pid), startPeak }
     const memoryAfter = { subject: await morsel.ask<Breakdown>("memory"), baseline: mappings(bare.pid) }
 
-    // Analysis overhead at c = 1: the large photo, fresh keys, alternating servers.
+    // Analysis overhead at c = 1: the large photo, fresh keys, alternating servers; 36 each after 4 to warm up.
     const overheadSubject: Array<number> = []
     const overheadBaseline: Array<number> = []
-    for (let round = 0; round < 8; round++) {
-      overheadSubject.push(...(await sequential(morsel.port, 2, (i) => analyzeCall(large, `${run}-big-${round}-${i}`))))
-      overheadBaseline.push(...(await sequential(bare.port, 2, bareDecode)))
+    await sequential(morsel.port, 4, (i) => analyzeCall(large, `${run}-warm-${i}`))
+    await sequential(bare.port, 4, bareDecode)
+    for (let round = 0; round < 12; round++) {
+      overheadSubject.push(...(await sequential(morsel.port, 3, (i) => analyzeCall(large, `${run}-big-${round}-${i}`))))
+      overheadBaseline.push(...(await sequential(bare.port, 3, bareDecode)))
     }
     const overhead = { subjectMs: median(overheadSubject), baselineMs: median(overheadBaseline) }
 
