@@ -101,7 +101,8 @@ const decisions = rowsOf(Schema.Struct({ reached: Schema.NullOr(Schema.String) }
  * takes the `limit_locks` row FOR UPDATE, counts `limit_admissions` (and the payer's counted failures in
  * `analysis_requests`) and inserts its own row, all in one statement's transaction, so instances never
  * overtake each other. Nothing spans an analysis: a slot is a row whose lease ends with the attempt's lease
- * (`attemptLeaseMs`) unless released first, so a crashed instance cannot hold it for long.
+ * (`attemptLeaseMs`) unless released first — by the statement that ends the attempt (migration 0010), or by
+ * `release` — so a crashed instance cannot hold it for long.
  */
 export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlClient> = Layer.effect(
   Limits,
