@@ -11,9 +11,9 @@ type Query = pg.PoolClient["query"]
 
 /**
  * Makes `client` run a parameterised text it has run before as a named statement, which the database parses and
- * plans once (an analysis's claim, admission and save each spent about as long being planned as being run on the
- * embedded database). Only for a database that no other process migrates: a prepared `SELECT *` fails once another
- * instance adds a column to its table.
+ * plans once (on the embedded database, half of an analysis's claim was parsing and planning its statement). Only
+ * for a database that no other process migrates: a prepared `SELECT *` fails once another instance adds a column
+ * to its table.
  */
 export const prepareRepeatedStatements = (client: pg.PoolClient): void => {
   const runs = new Map<string, number>()
