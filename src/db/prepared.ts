@@ -3,8 +3,9 @@ import pg from "pg"
 
 /** Runs of one text after which its connection prepares it: statements run once (migrations, imports) stay unnamed. */
 const PREPARE_AFTER_RUNS = 2
-/** The most statements one connection keeps prepared, and the most texts it counts before it starts counting again. */
+/** The most statements one connection keeps prepared. */
 const MAX_PREPARED = 64
+/** The most texts one connection counts runs of before it starts counting again. */
 const MAX_COUNTED = 1_024
 
 type Query = pg.PoolClient["query"]
@@ -15,7 +16,7 @@ type Query = pg.PoolClient["query"]
  * for a database that no other process migrates: a prepared `SELECT *` fails once another instance adds a column
  * to its table.
  */
-export const prepareRepeatedStatements = (client: pg.PoolClient): void => {
+const prepareRepeatedStatements = (client: pg.PoolClient): void => {
   const runs = new Map<string, number>()
   const names = new Map<string, string>()
   const query: Query = client.query.bind(client)
