@@ -21,7 +21,7 @@ import { InputFingerprint, type RequestId } from "../domain/ids.ts"
 import { inspectImage } from "../domain/image.ts"
 import { AnalysisResult, type AnalyzeRequest } from "../domain/schemas.ts"
 import { attemptLeaseMs } from "../limits/lease.ts"
-import { Limits } from "../limits/Limits.ts"
+import { type Admission, admissionOf, Limits } from "../limits/Limits.ts"
 import { analyses, analysisDuration, count, outcomeOf } from "../observability/metrics.ts"
 import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
 import { type Credential, Funding, type FundingMethod, type Save, type Settled } from "./Funding.ts"
@@ -151,11 +151,18 @@ export const AnalyzeRequestsLive = Layer.effect(
           Effect.flatMap(Fiber.join)
         )
 
-    const attempt = (method: FundingMethod, requestId: RequestId, image: Uint8Array, payload: AnalyzeRequest, input: InputFingerprint) =>
+    const attempt = (
+      method: FundingMethod,
+      requestId: RequestId,
+      admitted: Effect.Effect<Admission, TooManyRequests | ServiceUnavailable>,
+      image: Uint8Array,
+      payload: AnalyzeRequest,
+      input: InputFingerprint
+    ) =>
       Effect.gen(function* () {
         // Refused before anything was reserved: the attempt never became one.
         const forget = Effect.ignoreLogged(store.forget(requestId))
-        const admission = yield* limits.admit(method.payer, requestId).pipe(Effect.tapError(() => forget))
+        const admission = yield* admitted.pipe(Effect.tapError(() => forget))
         const reservation = yield* method.reserve(requestId).pipe(
           Effect.tapError(() => forget),
           Effect.onError(() => admission.release)
@@ -200,13 +207,16 @@ export const AnalyzeRequestsLive = Layer.effect(
         }
         const method = yield* funding.identify(credential)
         const input = inputFingerprint(image, payload)
+        // A new key's admission is decided by the statement that records its attempt.
+        const inClaim = yield* limits.inClaim(method.payer)
         const { abandoned, claim } = yield* store
           .claim({
             payer: method.payer.id,
             idempotencyKey,
             fingerprint: input,
             funding: method.payer.kind,
-            leaseMs
+            leaseMs,
+            admission: Option.getOrUndefined(Option.map(inClaim, (admission) => admission.check))
           })
           .pipe(orStorageUnavailable)
         yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })
@@ -238,11 +248,14 @@ export const AnalyzeRequestsLive = Layer.effect(
             return yield* resume(method, claim.requestId, claim.result, input).pipe(
               Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
             )
-          case "Started":
+          case "Started": {
+            const { reached, requestId } = claim
+            const admitted = admissionOf(limits, inClaim, method.payer, requestId, reached)
             // Every line logged while the analysis runs names it and how it is paid.
-            return yield* observed(attempt(method, claim.requestId, image, payload, input)).pipe(
-              Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
+            return yield* observed(attempt(method, requestId, admitted, image, payload, input)).pipe(
+              Effect.annotateLogs({ request_id: requestId, funding: method.payer.kind })
             )
+          }
         }
       })
 

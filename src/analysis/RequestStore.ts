@@ -1,5 +1,5 @@
 /** The idempotent lifecycle of analysis requests in PostgreSQL, shared by every instance. */
-import type { SqlError } from "@effect/sql"
+import type { SqlError, Statement } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { rowsOf } from "../db/rows.ts"
@@ -12,7 +12,11 @@ export const RESULT_RETENTION_MS = 24 * 60 * 60 * 1000
 
 /** What a claim on (payer, key) found: a fresh attempt, or why there is none. */
 export type Claim = Data.TaggedEnum<{
-  Started: { readonly requestId: RequestId }
+  /**
+   * A new attempt. `reached` is what the `admission` of the claim answered when the statement that recorded the
+   * attempt ran it: null when admitted, else the limit reached; undefined when no admission ran with it.
+   */
+  Started: { readonly requestId: RequestId; readonly reached: string | null | undefined }
   Replay: {
     readonly requestId: RequestId
     readonly result: AnalysisResult
@@ -33,6 +37,11 @@ export interface ClaimInput {
   readonly funding: FundingKind
   /** How long a running attempt may hold its key before another instance may take it over. */
   readonly leaseMs: number
+  /**
+   * An SQL expression deciding the admission of a new attempt, run by the statement that records it when the key is
+   * new (NULL when admitted, else the limit reached): one statement and one commit for both.
+   */
+  readonly admission?: ((requestId: RequestId) => Statement.Fragment) | undefined
 }
 
 /** An attempt whose instance vanished while it ran; its reservation must be given back. */
@@ -53,8 +62,8 @@ const Attempt = Schema.Struct({
 })
 type Attempt = typeof Attempt.Type
 const attempts = rowsOf(Attempt)
-/** The first look at a key: the attempt this look recorded (`recorded`), or the key's latest attempt. */
-const looks = rowsOf(Schema.extend(Attempt, Schema.Struct({ recorded: Schema.Boolean })))
+/** The first look at a key: the attempt this look recorded (`recorded`, with its admission's answer), or the key's latest attempt. */
+const looks = rowsOf(Schema.extend(Attempt, Schema.Struct({ recorded: Schema.Boolean, reached: Schema.NullOr(Schema.String) })))
 const abandonedRows = rowsOf(Schema.Struct({ request_id: RequestId, funding: FundingKind }))
 const leaseEnds = rowsOf(Schema.Struct({ lease_until: Schema.NullOr(Schema.DateFromSelf) }))
 /** A new attempt's id: the next id of the `Ids` service (a fixed sequence in tests). */
@@ -162,8 +171,9 @@ export const RequestStoreLive = Layer.effect(
 
     /**
      * The key's latest attempt; or, when the key was never used, a new running attempt `requestId` recorded by the
-     * same statement (which is also when expired result texts are removed). A first attempt and a replay each cost
-     * one round trip; neither row comes back when another instance recorded the key in the meantime.
+     * same statement (which is also when expired result texts are removed, and its admission decided). A first attempt
+     * and a replay each cost one round trip; neither row comes back when another instance recorded the key in the
+     * meantime.
      */
     const firstLook = (input: ClaimInput, requestId: RequestId, at: Date) =>
       Effect.map(
@@ -176,9 +186,9 @@ export const RequestStoreLive = Layer.effect(
             ${insertAttempt} SELECT ${newAttempt(input, requestId, at)} WHERE NOT EXISTS (SELECT 1 FROM latest)
             ON CONFLICT (payer, idempotency_key) WHERE status <> 'failed' DO NOTHING
             RETURNING *)
-          SELECT *, true AS recorded FROM recorded
+          SELECT *, true AS recorded, ${input.admission?.(requestId) ?? sql`NULL`}::text AS reached FROM recorded
           UNION ALL
-          SELECT *, false AS recorded FROM latest`),
+          SELECT *, false AS recorded, NULL::text AS reached FROM latest`),
         (rows) => rows[0]
       )
 
@@ -187,7 +197,9 @@ export const RequestStoreLive = Layer.effect(
         const at = yield* now
         const requestId = yield* nextRequestId
         const first = yield* firstLook(input, requestId, at)
-        if (first?.recorded) return { claim: Claim.Started({ requestId }), abandoned: [] }
+        if (first?.recorded) {
+          return { claim: Claim.Started({ requestId, reached: input.admission === undefined ? undefined : first.reached }), abandoned: [] }
+        }
         const current = first ?? (yield* latestFor(input))
         if (current !== undefined && isLive(current, at)) return { claim: yield* classify(current, input.fingerprint, at), abandoned: [] }
         // Only a running attempt past its lease can be stale: a key that has none (or only failed ones) skips the write.
@@ -205,7 +217,7 @@ export const RequestStoreLive = Layer.effect(
           ${insertAttempt} VALUES (${newAttempt(input, requestId, at)})
           ON CONFLICT (payer, idempotency_key) WHERE status <> 'failed' DO NOTHING
           RETURNING request_id`
-        if (inserted.length > 0) return { claim: Claim.Started({ requestId }), abandoned }
+        if (inserted.length > 0) return { claim: Claim.Started({ requestId, reached: undefined }), abandoned }
         // Another instance claimed the key between our read and our insert.
         const [winner] = yield* attempts(sql`
           SELECT * FROM analysis_requests

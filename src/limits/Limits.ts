@@ -1,6 +1,6 @@
 /** Admission control for new analyses: rolling windows and concurrency leases kept in PostgreSQL for every instance. */
-import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, type Statement } from "@effect/sql"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { AppConfig, type Limits as LimitSettings } from "../config.ts"
 import { rowsOf } from "../db/rows.ts"
 import { orStorageUnavailable } from "../db/storage.ts"
@@ -15,6 +15,17 @@ export interface Admission {
   readonly release: Effect.Effect<void>
 }
 
+/**
+ * An admission decided by the statement that records the attempt (RequestStore's claim): one statement and one
+ * commit for both, and no recorded attempt without its admission even for a moment.
+ */
+export interface ClaimAdmission {
+  /** The SQL expression that admits `requestId` or names the limit reached (NULL when admitted). */
+  readonly check: (requestId: RequestId) => Statement.Fragment
+  /** What the expression answered, as `admit` would have answered it. */
+  readonly decided: (requestId: RequestId, reached: string | null) => Effect.Effect<Admission, TooManyRequests>
+}
+
 export class Limits extends Context.Tag("morsel/Limits")<
   Limits,
   {
@@ -23,6 +34,11 @@ export class Limits extends Context.Tag("morsel/Limits")<
      * Retry-After). Storage trouble is a 503: without the shared counts no instance can tell whether it may start.
      */
     readonly admit: (payer: Payer, requestId: RequestId) => Effect.Effect<Admission, TooManyRequests | ServiceUnavailable>
+    /**
+     * The same admission for `payer`, to be decided inside the statement that records a new attempt; none where the
+     * limits are not kept in the database (then `admit` follows the claim).
+     */
+    readonly inClaim: (payer: Payer) => Effect.Effect<Option.Option<ClaimAdmission>>
     /**
      * Read-only look for a request that carries no funding yet: would an x402-paid analysis be admitted now
      * (service-wide windows and concurrency, the x402 share)? Lets the 402 challenge wait until it can be used.
@@ -33,9 +49,23 @@ export class Limits extends Context.Tag("morsel/Limits")<
   }
 >() {}
 
+/**
+ * The admission of a new attempt: what the statement that recorded it answered (`reached`, see `inClaim`), or, when
+ * that statement decided none, `admit`.
+ */
+export const admissionOf = (
+  limits: Context.Tag.Service<typeof Limits>,
+  inClaim: Option.Option<ClaimAdmission>,
+  payer: Payer,
+  requestId: RequestId,
+  reached: string | null | undefined
+): Effect.Effect<Admission, TooManyRequests | ServiceUnavailable> =>
+  Option.isSome(inClaim) && reached !== undefined ? inClaim.value.decided(requestId, reached) : limits.admit(payer, requestId)
+
 /** No limits at all: for tests of other features. */
 export const LimitsUnlimited = Layer.succeed(Limits, {
   admit: () => Effect.succeed({ release: Effect.void }),
+  inClaim: () => Effect.succeedNone,
   peek: Effect.void,
   openAt: () => true
 })
@@ -113,22 +143,30 @@ export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlCli
     // The same bound as a running attempt's idempotency lease: past it the instance is presumed gone.
     const leaseMs = attemptLeaseMs(settings)
 
+    /** The call that answers the limit refusing this analysis at `nowMs`, if any; it inserts the admission when `admit` and none does. */
+    const admission = (requestId: RequestId | null, payer: Payer | undefined, admit: boolean, nowMs: number) => sql`
+      limit_admission(
+        ${requestId}::uuid, ${payer?.id ?? null}::text, ${payer?.kind ?? "x402"}::text, ${admit}::boolean,
+        ${new Date(nowMs)}::timestamptz, ${new Date(rollingWindowStart(HOUR_MS, nowMs))}::timestamptz,
+        ${new Date(rollingWindowStart(DAY_MS, nowMs))}::timestamptz, ${new Date(nowMs + leaseMs)}::timestamptz,
+        ${limits.globalPerDay}::int, ${limits.globalPerHour}::int, ${limits.payerPerDay}::int, ${limits.concurrent}::int,
+        ${limits.x402PerDay}::int, ${limits.x402PerHour}::int, ${limits.x402Concurrent}::int, ${limits.failuresPerDay}::int
+      )`
+
+    /** The refusal `limit_admission` answered, if any. */
+    const refusalOf = (reached: string | null) =>
+      reached === null
+        ? Effect.succeed(undefined)
+        : isLimitName(reached)
+          ? Effect.succeed(refusalFor(limits, reached))
+          : Effect.dieMessage(`limit_admission answered an unknown limit: ${reached}`)
+
     /** The limit that refuses this analysis now, if any; inserts its admission when `admit` and none does. */
     const decide = (requestId: RequestId | null, payer: Payer | undefined, admit: boolean) =>
       Effect.gen(function* () {
         const nowMs = yield* Clock.currentTimeMillis
-        const rows = yield* decisions(sql`
-          SELECT limit_admission(
-            ${requestId}::uuid, ${payer?.id ?? null}::text, ${payer?.kind ?? "x402"}::text, ${admit}::boolean,
-            ${new Date(nowMs)}::timestamptz, ${new Date(rollingWindowStart(HOUR_MS, nowMs))}::timestamptz,
-            ${new Date(rollingWindowStart(DAY_MS, nowMs))}::timestamptz, ${new Date(nowMs + leaseMs)}::timestamptz,
-            ${limits.globalPerDay}::int, ${limits.globalPerHour}::int, ${limits.payerPerDay}::int, ${limits.concurrent}::int,
-            ${limits.x402PerDay}::int, ${limits.x402PerHour}::int, ${limits.x402Concurrent}::int, ${limits.failuresPerDay}::int
-          ) AS reached`).pipe(orStorageUnavailable)
-        const reached = rows[0]?.reached ?? null
-        if (reached === null) return undefined
-        if (!isLimitName(reached)) return yield* Effect.dieMessage(`limit_admission answered an unknown limit: ${reached}`)
-        return refusalFor(limits, reached)
+        const rows = yield* decisions(sql`SELECT ${admission(requestId, payer, admit, nowMs)} AS reached`).pipe(orStorageUnavailable)
+        return yield* refusalOf(rows[0]?.reached ?? null)
       })
 
     const release = (requestId: RequestId) =>
@@ -141,17 +179,25 @@ export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlCli
         Effect.uninterruptible
       )
 
+    /** An admission decided (`refused` undefined) or refused; this instance's own show in its next challenge at once. */
+    const admitted = (payer: Payer, requestId: RequestId, refused: TooManyRequests | undefined) =>
+      Effect.zipRight(
+        forgetPeek,
+        refused === undefined
+          ? Effect.succeed({ release: Effect.zipRight(release(requestId), forgetPeek) } satisfies Admission)
+          : Effect.zipRight(Effect.logInfo("new analysis refused by a limit", { code: refused.error.code, funding: payer.kind }), Effect.fail(refused))
+      )
+
     const admit = (payer: Payer, requestId: RequestId) =>
-      Effect.gen(function* () {
-        // This instance's own admissions and releases show in its next challenge at once.
-        yield* forgetPeek
-        const refused = yield* decide(requestId, payer, true)
-        if (refused !== undefined) {
-          yield* Effect.logInfo("new analysis refused by a limit", { code: refused.error.code, funding: payer.kind })
-          return yield* refused
-        }
-        return { release: Effect.zipRight(release(requestId), forgetPeek) } satisfies Admission
-      })
+      Effect.flatMap(decide(requestId, payer, true), (refused) => admitted(payer, requestId, refused))
+
+    const inClaim = (payer: Payer) =>
+      Effect.map(Clock.currentTimeMillis, (nowMs) =>
+        Option.some<ClaimAdmission>({
+          check: (requestId) => admission(requestId, payer, true, nowMs),
+          decided: (requestId, reached) => Effect.flatMap(refusalOf(reached), (refused) => admitted(payer, requestId, refused))
+        })
+      )
 
     // An unfunded request would be paid with x402 (a key holder sends the key): the service-wide and x402 limits apply.
     // The answer is only advice (the paid retry is admitted atomically, and a refusal then charges nothing), so each
@@ -170,6 +216,6 @@ export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlCli
     })
     const openAt = (nowMs: number) => freshAt(nowMs) && seen?.refused === undefined
 
-    return Limits.of({ admit, peek, openAt })
+    return Limits.of({ admit, inClaim, peek, openAt })
   })
 )

@@ -89,6 +89,8 @@ export const withScenarioLimits = <E, R>(limits: Layer.Layer<Limits, E, R>) =>
     Effect.map(Limits, (inner) =>
       Limits.of({
         admit: (payer, requestId) => Effect.flatMap(is("rate_limited"), (hit) => (hit ? Effect.fail(limitReached) : inner.admit(payer, requestId))),
+        // A request that names the scenario is admitted (or not) by `admit` above, after its claim.
+        inClaim: (payer) => Effect.flatMap(is("rate_limited"), (hit) => (hit ? Effect.succeedNone : inner.inClaim(payer))),
         peek: Effect.flatMap(is("rate_limited"), (hit) => (hit ? Effect.fail(limitReached) : inner.peek)),
         // Requests that name a scenario are never answered from this view (the fast lane leaves them to the stack).
         openAt: inner.openAt

@@ -1,8 +1,9 @@
 // Rolling windows, concurrency leases and failure pauses of new analyses, on a real database under TestClock.
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, TestClock } from "effect"
+import { Effect, Either, Layer, Option, TestClock } from "effect"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
+import { InputFingerprint } from "../../src/domain/ids.ts"
 import { AppConfig, AppConfigFromEnv } from "../../src/config.ts"
 import { Limits, LimitsLive } from "../../src/limits/Limits.ts"
 import { DAY_MS, HOUR_MS } from "../../src/limits/window.ts"
@@ -166,6 +167,40 @@ describe("limits on new analyses", () => {
       expect(tally(yield* startReleased(manyPayers, 31))).toEqual({ admitted: 30, rate_limited: 1 })
     }).pipe(Effect.provide(limitsLayer())))
 
+  it.effect("a new key is admitted by the statement that records it: a refusal leaves no attempt and no admission behind", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(MONDAY_1045)
+      const sql = yield* SqlClient.SqlClient
+      const rows = Effect.map(
+        sql<{ attempts: number; admissions: number }>`
+          SELECT (SELECT count(*)::int FROM analysis_requests) AS attempts, (SELECT count(*)::int FROM limit_admissions) AS admissions`,
+        ([row]) => row
+      )
+      const held = yield* Effect.forEach(["a", "b", "c"], (name) => start(credit(name)))
+      expect(held.map(outcome)).toEqual(["admitted", "admitted", "admitted"])
+      expect(yield* rows).toEqual({ attempts: 3, admissions: 3 })
+      // Both ways a fourth is refused while three hold their slots; neither leaves a trace.
+      expect(outcome(yield* start(credit("d"), "in claim"))).toBe("rate_limited")
+      expect(outcome(yield* start(credit("d"), "after claim"))).toBe("rate_limited")
+      expect(yield* rows).toEqual({ attempts: 3, admissions: 3 })
+      // The claim itself answers with the limit its statement reached.
+      const store = yield* RequestStore
+      const inClaim = yield* Effect.flatMap(Limits, (limits) => limits.inClaim(credit("e")))
+      const { claim } = yield* store.claim({
+        payer: credit("e").id,
+        idempotencyKey: "claim-with-admission",
+        fingerprint: InputFingerprint.make("f"),
+        funding: "credit",
+        leaseMs: 60_000,
+        admission: Option.getOrUndefined(Option.map(inClaim, (admission) => admission.check))
+      })
+      expect(claim).toMatchObject({ _tag: "Started", reached: "concurrent" })
+      if (claim._tag === "Started") yield* store.forget(claim.requestId)
+      for (const started of held) if (started._tag === "admitted") yield* started.admission.release
+      expect(outcome(yield* start(credit("d"), "in claim"))).toBe("admitted")
+      expect(yield* rows).toEqual({ attempts: 4, admissions: 4 })
+    }).pipe(Effect.provide(limitsLayer())))
+
   it.effect("every value is a setting", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(MONDAY_1045)
@@ -188,15 +223,20 @@ describe(`concurrent admissions (${realPostgresUrl ? "real PostgreSQL, two conne
     return [yield* instance(), yield* instance()] as const
   })
 
-  it.scoped("40 analyses at once across two instances: exactly 3 hold slots, the rest rate_limited", () =>
+  it.scoped.each(["in claim", "after claim"] as const)("40 analyses at once across two instances, admitted %s: exactly 3 hold slots, the rest rate_limited", (by) =>
     Effect.gen(function* () {
       yield* TestClock.setTime(MONDAY_1045)
       const instances = yield* twoInstances()
       const all = yield* Effect.all(
-        Array.from({ length: 40 }, (_, i) => Effect.provide(start(credit(`c${i}`)), instances[i % 2]!)),
+        Array.from({ length: 40 }, (_, i) => Effect.provide(start(credit(`c${i}`), by), instances[i % 2]!)),
         { concurrency: "unbounded" }
       )
       expect(tally(all)).toEqual({ admitted: 3, rate_limited: 37 })
+      const sql = yield* Effect.provide(SqlClient.SqlClient, instances[0]!)
+      const [row] = yield* sql<{ attempts: number; admissions: number }>`
+        SELECT (SELECT count(*)::int FROM analysis_requests WHERE payer LIKE 'key:c%') AS attempts,
+               (SELECT count(*)::int FROM limit_admissions WHERE payer LIKE 'key:c%') AS admissions`
+      expect(row).toEqual({ attempts: 3, admissions: 3 })
     }))
 
   it.scoped("60 analyses at once across two instances: exactly 30 in the hour, at most 15 of them x402", () =>

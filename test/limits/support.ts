@@ -1,11 +1,11 @@
 /** Shared pieces of the limits tests: the limits on a fresh test database, and analyses started the way the pipeline starts them. */
 import { randomUUID } from "node:crypto"
-import { Effect, Either, Layer } from "effect"
+import { Effect, Either, Layer, Option } from "effect"
 import { InputFingerprint, PayerId, type RequestId } from "../../src/domain/ids.ts"
 import type { FundingKind, Payer } from "../../src/domain/payer.ts"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
 import { AppConfigFromEnv } from "../../src/config.ts"
-import { type Admission, Limits, LimitsLive } from "../../src/limits/Limits.ts"
+import { type Admission, admissionOf, Limits, LimitsLive } from "../../src/limits/Limits.ts"
 import { TestDatabase } from "../support/database.ts"
 
 /** LimitsLive and the request store on a fresh database with these settings (the documented defaults unless overridden). */
@@ -26,16 +26,30 @@ export type Started =
 const admitted = (requestId: RequestId, admission: Admission): Started => ({ _tag: "admitted", requestId, admission })
 const refused = (code: string): Started => ({ _tag: "refused", code })
 
-/** Claims a fresh request as the pipeline does, then asks the limits; a refused claim is forgotten like the pipeline forgets it. */
-export const start = (payer: Payer) =>
+/**
+ * Where a new attempt's admission is decided: by the statement that records it (`"in claim"`, as the pipeline does for
+ * a new key), or by a statement of its own after it (`"after claim"`, as for a key whose earlier attempt failed).
+ */
+export type AdmittedBy = "in claim" | "after claim"
+
+/** Claims a fresh request as the pipeline does, admitted as `by` says; a refused claim is forgotten like the pipeline forgets it. */
+export const start = (payer: Payer, by: AdmittedBy = "in claim") =>
   Effect.gen(function* () {
     const store = yield* RequestStore
     const limits = yield* Limits
+    const inClaim = by === "in claim" ? yield* limits.inClaim(payer) : Option.none()
     const { claim } = yield* store
-      .claim({ payer: payer.id, idempotencyKey: randomUUID(), fingerprint: InputFingerprint.make("f"), funding: payer.kind satisfies FundingKind, leaseMs: 60_000 })
+      .claim({
+        payer: payer.id,
+        idempotencyKey: randomUUID(),
+        fingerprint: InputFingerprint.make("f"),
+        funding: payer.kind satisfies FundingKind,
+        leaseMs: 60_000,
+        admission: Option.getOrUndefined(Option.map(inClaim, (admission) => admission.check))
+      })
       .pipe(Effect.orDie)
     if (claim._tag !== "Started") return yield* Effect.dieMessage(`unexpected claim ${claim._tag}`)
-    const outcome = yield* Effect.either(limits.admit(payer, claim.requestId))
+    const outcome = yield* Effect.either(admissionOf(limits, inClaim, payer, claim.requestId, claim.reached))
     if (Either.isRight(outcome)) return admitted(claim.requestId, outcome.right)
     yield* Effect.orDie(store.forget(claim.requestId))
     return refused(outcome.left.error.code)
