@@ -86,7 +86,6 @@ let
   # a malloc that gives freed blocks back, about 140 MiB less held by the sandbox at idle; set here, the unit runs one process.
   memoryTuning = {
     NODE_OPTIONS = "--max-semi-space-size=1";
-    MALLOC_MMAP_THRESHOLD_ = "65536";
     MALLOC_TRIM_THRESHOLD_ = "131072";
   };
 

@@ -93,7 +93,6 @@ in
         MORSEL_DATA_DIR = "/var/lib/morsel/embedded";
         DATABASE_URL = "postgresql://morsel@/morsel?host=/run/postgresql";
         NODE_OPTIONS = "--max-semi-space-size=1";
-        MALLOC_MMAP_THRESHOLD_ = "65536";
         MALLOC_TRIM_THRESHOLD_ = "131072";
       })
       (expect "production: secret files are systemd credentials" server.serviceConfig.LoadCredential [
