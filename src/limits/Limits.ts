@@ -127,10 +127,10 @@ const isLimitName = (s: string): s is LimitName => limitNames.includes(s)
 const decisions = rowsOf(Schema.Struct({ reached: Schema.NullOr(Schema.String) }))
 
 /**
- * Limits on PostgreSQL. Each admission is one call of the `limit_admission` function (migration 0005): it
- * takes the `limit_locks` row FOR UPDATE, counts `limit_admissions` (and the payer's counted failures in
- * `analysis_requests`) and inserts its own row, all in one statement's transaction, so instances never
- * overtake each other. Nothing spans an analysis: a slot is a row whose lease ends with the attempt's lease
+ * Limits on PostgreSQL. Each admission is one call of the `limit_admission` function (migration 0005), made by
+ * the statement that records a new attempt (`inClaim`) or by one of its own (`admit`): it takes the `limit_locks`
+ * row FOR UPDATE, counts `limit_admissions` (and the payer's counted failures in `analysis_requests`) and inserts
+ * its own row, all in one statement's transaction, so instances never overtake each other. Nothing spans an analysis: a slot is a row whose lease ends with the attempt's lease
  * (`attemptLeaseMs`) unless released first — by the statement that ends the attempt (migration 0010), or by
  * `release` — so a crashed instance cannot hold it for long.
  */
