@@ -21,7 +21,7 @@ import { InputFingerprint, type RequestId } from "../domain/ids.ts"
 import { inspectImage } from "../domain/image.ts"
 import { AnalysisResult, type AnalyzeRequest } from "../domain/schemas.ts"
 import { attemptLeaseMs } from "../limits/lease.ts"
-import { type Admission, admissionOf, Limits } from "../limits/Limits.ts"
+import { type Admission, admissionOf, claimCheck, Limits } from "../limits/Limits.ts"
 import { analyses, analysisDuration, count, outcomeOf } from "../observability/metrics.ts"
 import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
 import { type Credential, Funding, type FundingMethod, type Save, type Settled } from "./Funding.ts"
@@ -216,7 +216,7 @@ export const AnalyzeRequestsLive = Layer.effect(
             fingerprint: input,
             funding: method.payer.kind,
             leaseMs,
-            admission: Option.getOrUndefined(Option.map(inClaim, (admission) => admission.check))
+            admission: claimCheck(inClaim)
           })
           .pipe(orStorageUnavailable)
         yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })

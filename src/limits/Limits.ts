@@ -49,6 +49,10 @@ export class Limits extends Context.Tag("morsel/Limits")<
   }
 >() {}
 
+/** The expression a claim runs for its new attempt's admission (`ClaimInput.admission`), if the limits give one. */
+export const claimCheck = (inClaim: Option.Option<ClaimAdmission>): ClaimAdmission["check"] | undefined =>
+  Option.getOrUndefined(Option.map(inClaim, (admission) => admission.check))
+
 /**
  * The admission of a new attempt: what the statement that recorded it answered (`reached`, see `inClaim`), or, when
  * that statement decided none, `admit`.
@@ -130,9 +134,10 @@ const decisions = rowsOf(Schema.Struct({ reached: Schema.NullOr(Schema.String) }
  * Limits on PostgreSQL. Each admission is one call of the `limit_admission` function (migration 0005), made by
  * the statement that records a new attempt (`inClaim`) or by one of its own (`admit`): it takes the `limit_locks`
  * row FOR UPDATE, counts `limit_admissions` (and the payer's counted failures in `analysis_requests`) and inserts
- * its own row, all in one statement's transaction, so instances never overtake each other. Nothing spans an analysis: a slot is a row whose lease ends with the attempt's lease
- * (`attemptLeaseMs`) unless released first — by the statement that ends the attempt (migration 0010), or by
- * `release` — so a crashed instance cannot hold it for long.
+ * its own row, all in one statement's transaction, so instances never overtake each other. Nothing spans an
+ * analysis: a slot is a row whose lease ends with the attempt's lease (`attemptLeaseMs`) unless released first — by
+ * the statement that ends the attempt (migration 0010), or by `release` — so a crashed instance cannot hold it for
+ * long.
  */
 export const LimitsLive: Layer.Layer<Limits, never, AppConfig | SqlClient.SqlClient> = Layer.effect(
   Limits,

@@ -1,11 +1,11 @@
 // Rolling windows, concurrency leases and failure pauses of new analyses, on a real database under TestClock.
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, Option, TestClock } from "effect"
+import { Effect, Either, Layer, TestClock } from "effect"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
 import { InputFingerprint } from "../../src/domain/ids.ts"
 import { AppConfig, AppConfigFromEnv } from "../../src/config.ts"
-import { Limits, LimitsLive } from "../../src/limits/Limits.ts"
+import { claimCheck, Limits, LimitsLive } from "../../src/limits/Limits.ts"
 import { DAY_MS, HOUR_MS } from "../../src/limits/window.ts"
 import { realPostgresUrl, sharedTestDatabase } from "../support/database.ts"
 import { credit, failAnalysis, limitsLayer, outcome, start, startReleased, tally, wallet } from "./support.ts"
@@ -192,7 +192,7 @@ describe("limits on new analyses", () => {
         fingerprint: InputFingerprint.make("f"),
         funding: "credit",
         leaseMs: 60_000,
-        admission: Option.getOrUndefined(Option.map(inClaim, (admission) => admission.check))
+        admission: claimCheck(inClaim)
       })
       expect(claim).toMatchObject({ _tag: "Started", reached: "concurrent" })
       if (claim._tag === "Started") yield* store.forget(claim.requestId)

@@ -5,7 +5,7 @@ import { InputFingerprint, PayerId, type RequestId } from "../../src/domain/ids.
 import type { FundingKind, Payer } from "../../src/domain/payer.ts"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
 import { AppConfigFromEnv } from "../../src/config.ts"
-import { type Admission, admissionOf, Limits, LimitsLive } from "../../src/limits/Limits.ts"
+import { type Admission, admissionOf, claimCheck, Limits, LimitsLive } from "../../src/limits/Limits.ts"
 import { TestDatabase } from "../support/database.ts"
 
 /** LimitsLive and the request store on a fresh database with these settings (the documented defaults unless overridden). */
@@ -45,7 +45,7 @@ export const start = (payer: Payer, by: AdmittedBy = "in claim") =>
         fingerprint: InputFingerprint.make("f"),
         funding: payer.kind satisfies FundingKind,
         leaseMs: 60_000,
-        admission: Option.getOrUndefined(Option.map(inClaim, (admission) => admission.check))
+        admission: claimCheck(inClaim)
       })
       .pipe(Effect.orDie)
     if (claim._tag !== "Started") return yield* Effect.dieMessage(`unexpected claim ${claim._tag}`)
