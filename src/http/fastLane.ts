@@ -18,7 +18,7 @@ import { Limits } from "../limits/Limits.ts"
 import { count, fastLaneAnswers, httpRequests } from "../observability/metrics.ts"
 import { paymentRequiredHeader } from "../x402/protocol.ts"
 import { AnalyzeHeaders } from "./Api.ts"
-import { readBody } from "./body.ts"
+import { parseBody, readBody } from "./body.ts"
 import { FrontDoor, type Lane, type PassOn } from "./nodeServer.ts"
 import { isJson } from "./transport.ts"
 
@@ -113,7 +113,7 @@ const validInput = (request: IncomingMessage, body: Buffer): Option.Option<() =>
   if (Either.isLeft(decodeHeaders(request.headers))) return Option.none()
   let json: unknown
   try {
-    json = JSON.parse(body.toString("utf8"))
+    json = parseBody(body)
   } catch {
     return Option.none()
   }

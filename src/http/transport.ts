@@ -14,7 +14,7 @@ import {
   schemaRejection,
   UnsupportedMediaType
 } from "../domain/errors.ts"
-import { type ReadBody, readBody } from "./body.ts"
+import { liftImage, parseBody, type ReadBody, readBody, wholeText } from "./body.ts"
 
 export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
@@ -90,20 +90,25 @@ const closingQuote = (text: string, open: number): number => {
   }
 }
 
-/** The body's text, read as Buffers from a Node request (see `readBody`), else as the platform reads it. */
-const readText = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string | Exclude<ReadBody, Buffer>> => {
+/** The body, read as Buffers from a Node request (see `readBody`), else as the platform reads its text. */
+const readWhole = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<Buffer | string | Exclude<ReadBody, Buffer>> => {
   const source = request.source
   return source instanceof IncomingMessage
-    ? Effect.map(
-        Effect.promise(() => readBody(source, MAX_BODY_BYTES)),
-        (body) => (Buffer.isBuffer(body) ? body.toString("utf8") : body)
-      )
+    ? Effect.promise(() => readBody(source, MAX_BODY_BYTES))
     : request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)), Effect.orElseSucceed(() => "too_large" as const))
 }
 
-/** The same request, its body's text already read: routes decode it from here. */
-const withText = (request: HttpServerRequest.HttpServerRequest, text: string): HttpServerRequest.HttpServerRequest =>
-  Object.create(request, { text: { value: Effect.succeed(text) } })
+/**
+ * The same request, its body already read: routes decode it from here. A body with a long image is parsed with
+ * the image lifted out (`parseBody`); its whole text is made only for a route that reads text.
+ */
+const withBody = (request: HttpServerRequest.HttpServerRequest, parse: () => unknown, whole: () => string): HttpServerRequest.HttpServerRequest =>
+  Object.create(request, {
+    text: { get: () => Effect.sync(whole) },
+    json: {
+      get: () => Effect.try({ try: parse, catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause }) })
+    }
+  })
 
 /**
  * Reads and checks a body before any route does: the request the route then gets (its text read once, here), or
@@ -129,11 +134,18 @@ const guardBody = (
     }
     if (empty || streamsOwnBody(request.url)) return Either.left(request)
     if (declared > MAX_BODY_BYTES) return Either.right(errorResponse(bodyTooLarge))
-    const text = yield* readText(request)
+    const body = yield* readWhole(request)
     // The rest of a body too large is not read: the answer closes the connection.
-    if (text === "too_large") return Either.right(errorResponse(bodyTooLarge).pipe(HttpServerResponse.setHeader("connection", "close")))
-    if (text === "cut") return Either.right(errorResponse(bodyCut))
-    return nestsDeeperThan(text, MAX_JSON_DEPTH) ? Either.right(errorResponse(tooDeep("request body is"))) : Either.left(withText(request, text))
+    if (body === "too_large") return Either.right(errorResponse(bodyTooLarge).pipe(HttpServerResponse.setHeader("connection", "close")))
+    if (body === "cut") return Either.right(errorResponse(bodyCut))
+    const lifted = typeof body === "string" ? undefined : liftImage(body)
+    const text = lifted?.text ?? body.toString()
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return Either.right(errorResponse(tooDeep("request body is")))
+    return Either.left(
+      typeof body === "string" || lifted === undefined
+        ? withBody(request, () => JSON.parse(text), () => text)
+        : withBody(request, () => parseBody(body, lifted), () => wholeText(lifted))
+    )
   })
 
 const decodeErrorBody = Schema.decodeUnknownOption(
