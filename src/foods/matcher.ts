@@ -270,6 +270,8 @@ interface PreparedQuery {
   readonly candidates: ReadonlyArray<{ readonly food: number; readonly relevance: number }>
   /** Whether the head word may give way to the food before it ("celery sticks"): the query has one, and SR28 knows the head word. */
   readonly canBackOff: boolean
+  /** Its candidates as far as they are judged without the guess (`assessAll`), made the first time it is ranked. */
+  assessed?: ReadonlyArray<Assessed>
 }
 
 const prepare = (index: FoodIndex, query: string, backOff = false): PreparedQuery => {
@@ -439,16 +441,28 @@ export interface Reading {
   readonly ignoreGuess?: boolean
 }
 
-/** Candidates that could be trusted for a query (head word present, energy and words close enough), best first. */
-export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Reading = {}): ReadonlyArray<RankedCandidate> => {
-  const prepared = prepare(index, query.query, reading.backOff === true)
-  const judgeByGuess = reading.ignoreGuess !== true
-  if (prepared.content.length === 0 || prepared.totalWeight === 0) return []
+/** What a candidate scores whatever the model guessed: every part of its score but the guess's vote. */
+interface Assessed {
+  readonly food: IndexedFood
+  readonly coverage: number
+  readonly headHit: boolean
+  readonly text: number
+  readonly head: number
+  readonly extra: number
+  readonly state: number
+  readonly prior: number
+  /** text + head + extra + state + prior. */
+  readonly fixed: number
+}
+
+/**
+ * The candidates of a prepared query that could be trusted whatever the guess (no unwanted baby food, enough of the
+ * query's words), assessed once: the guess is all that changes from one request to the next.
+ */
+const assessAll = (index: FoodIndex, prepared: PreparedQuery): ReadonlyArray<Assessed> => {
   // A trusted match must contain the query's head word, so only records holding it are candidates.
   const headTerm = prepared.content[prepared.content.length - 1]!
   const weighedWords = [...prepared.words].filter((w) => !NEUTRAL.has(w)).map((w) => [w, index.idf.get(w) ?? 0] as const)
-  // Keep only the best few while scanning: no sort and no allocation per candidate.
-  const best: Array<{ readonly food: IndexedFood; readonly relevance: number; readonly score: number }> = []
   /** Weight of the query's terms the record holds (any alternative of a term counts once). */
   const matchedWeight = (food: IndexedFood) => {
     let matched = 0
@@ -462,8 +476,12 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Rea
     }
     return matched
   }
-  const assess = (food: IndexedFood, relevance: number) => {
+  const assessed: Array<Assessed> = []
+  for (const candidate of prepared.candidates) {
+    const food = index.foods[candidate.food]!
+    if (food.babyFood && !prepared.wantsBabyFood) continue
     const matched = matchedWeight(food)
+    if (matched < MIN_COVERAGE * prepared.totalWeight) continue
     const coverage = matched / prepared.totalWeight
     let explained = 0
     let headExplained = 0
@@ -483,42 +501,47 @@ export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Rea
     if (food.headNoun !== undefined && CLASS_HEADS.has(food.headNoun)) for (const w of headTerm.alternatives) if (food.specific.includes(w)) specificHit = true
     // Another name SR28 gives the food is as good as its own ("kasha" names "Buckwheat groats").
     for (const w of headTerm.alternatives) if (food.names.includes(w)) specificHit = true
-    const guess = judgeByGuess ? guessScore(food.record.per100g, query.guessPer100g) : 0
-    const text = 3 * coverage + RELEVANCE_WEIGHT * relevance
+    const text = 3 * coverage + RELEVANCE_WEIGHT * candidate.relevance
     // The record names another food unless its head noun, or its specific name, is what the query asks for.
     const nounFits = food.headNoun === undefined || prepared.words.has(food.headNoun) || specificHit
     const head = (headHit ? 0.6 : -0.8) + (recordHeadHit || specificHit ? 0.4 : 0) + (nounFits ? 0 : -0.8)
     const extra = -Math.min(1.5, 0.05 * unexplained) - Math.min(1.2, 0.12 * (specificHit ? Math.max(0, headUnexplained - 4) : headUnexplained))
     const state = stateScore(prepared, food)
     const prior = food.prior + brand + (food.oddPart === undefined || prepared.words.has(food.oddPart) ? 0 : -0.8)
-    return { coverage, headHit, text, head, extra, state, prior, guess, score: text + head + extra + state + prior + guess }
+    assessed.push({ food, coverage, headHit, text, head, extra, state, prior, fixed: text + head + extra + state + prior })
   }
-  for (const candidate of prepared.candidates) {
-    const food = index.foods[candidate.food]!
-    if (food.babyFood && !prepared.wantsBabyFood) continue
-    // Cheap checks first: a record too far from the guess, or sharing too few words, can never be trusted.
-    if (judgeByGuess && !isPlausible(food.record.per100g, query.guessPer100g)) continue
-    if (matchedWeight(food) < MIN_COVERAGE * prepared.totalWeight) continue
-    const { score } = assess(food, candidate.relevance)
+  return assessed
+}
+
+/** Candidates that could be trusted for a query (head word present, energy and words close enough), best first. */
+export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Reading = {}): ReadonlyArray<RankedCandidate> => {
+  const prepared = prepare(index, query.query, reading.backOff === true)
+  const judgeByGuess = reading.ignoreGuess !== true
+  if (prepared.content.length === 0 || prepared.totalWeight === 0) return []
+  prepared.assessed ??= assessAll(index, prepared)
+  // Keep only the best few while scanning: no sort and no allocation per candidate.
+  const best: Array<{ readonly candidate: Assessed; readonly guess: number; readonly score: number }> = []
+  for (const candidate of prepared.assessed) {
+    const per100g = candidate.food.record.per100g
+    // A record too far from the guess can never be trusted.
+    if (judgeByGuess && !isPlausible(per100g, query.guessPer100g)) continue
+    const guess = judgeByGuess ? guessScore(per100g, query.guessPer100g) : 0
+    const score = candidate.fixed + guess
     if (best.length === limit && score <= best[limit - 1]!.score) continue
     let at = best.length
     while (at > 0 && best[at - 1]!.score < score) at--
-    best.splice(at, 0, { food, relevance: candidate.relevance, score })
+    best.splice(at, 0, { candidate, guess, score })
     if (best.length > limit) best.pop()
   }
-  return best.map(({ food, relevance }) => {
-    const a = assess(food, relevance)
-    return {
-      record: food.record,
-      score: a.score,
-      coverage: a.coverage,
-      headHit: a.headHit,
-      energyDistance: energyDistance(food.record.per100g, query.guessPer100g),
-      parts: { text: a.text, head: a.head, extra: a.extra, state: a.state, prior: a.prior, guess: a.guess }
-    }
-  })
+  return best.map(({ candidate: c, guess, score }) => ({
+    record: c.food.record,
+    score,
+    coverage: c.coverage,
+    headHit: c.headHit,
+    energyDistance: energyDistance(c.food.record.per100g, query.guessPer100g),
+    parts: { text: c.text, head: c.head, extra: c.extra, state: c.state, prior: c.prior, guess }
+  }))
 }
-
 
 /** Only plausible records are ranked at all (see plausibility.ts); a trusted one also has the query's head word and enough text evidence. */
 export const isTrusted = (candidate: RankedCandidate) => candidate.headHit && candidate.coverage >= MIN_COVERAGE && candidate.score >= MIN_SCORE
