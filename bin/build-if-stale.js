@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `npm start`'s build step: compiles and bundles only when a source is newer than the last build, so an unchanged tree starts at once.
+// The build step of `npm start` and `npm run sandbox` (imported by bin/morsel.js): compiles and bundles only when a
+// source is newer than the last build, so an unchanged tree starts at once. Runs alone too (`node bin/build-if-stale.js`).
 import { spawnSync } from "node:child_process"
 import { readdirSync, statSync, utimesSync } from "node:fs"
 import { createRequire } from "node:module"

@@ -5,6 +5,11 @@ import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { SERVE_ENV, SERVE_NODE_OPTIONS, tuned } from "./tuning.js"
 
+// Run by `npm start` or `npm run sandbox`: the tree is built first if a source is newer than the last build.
+if (["start", "sandbox"].includes(process.env.npm_lifecycle_event ?? "") && process.env.MORSEL_RESTARTED === undefined) {
+  await import("./build-if-stale.js")
+}
+
 // `serve` started without its Node options (npx, node bin/morsel.js, npm start) runs again in a Node process that
 // has them, which this one waits for, passing signals on.
 if (process.argv[2] === "serve" && !tuned() && process.env.MORSEL_RESTARTED === undefined) {
