@@ -20,6 +20,12 @@ const loadSharp = () => {
   return imageLibrary
 }
 
+/**
+ * Photos are downscaled one at a time: each holds about 9 MiB of libvips memory for some 35 ms, while the model
+ * that follows takes seconds, so concurrent analyses wait a few milliseconds here rather than hold that memory at once.
+ */
+const pixelWork = Effect.unsafeMakeSemaphore(1)
+
 /** Longest image side the model receives; larger photos cost more tokens and time without better estimates. */
 export const MAX_MODEL_IMAGE_SIDE = 1024
 const JPEG_QUALITY = 85
@@ -124,6 +130,7 @@ export const prepareImage = (input: Pick<VisionInput, "image" | "mime">): Effect
       .jpeg({ quality: JPEG_QUALITY })
       .toBuffer()
   ).pipe(
+    pixelWork.withPermits(1),
     Effect.map((bytes): { bytes: Uint8Array; mime: string } => ({ bytes, mime: "image/jpeg" })),
     Effect.catchAll(() =>
       Effect.logWarning("could not re-encode the photo for the model; sending it unchanged").pipe(
