@@ -71,7 +71,7 @@ describe("a body's image lifted out of its JSON", () => {
         const lifted = liftImage(body)
         if (lifted !== undefined) expect(wholeText(lifted)).toBe(text)
         // A raw line break or tab in a lifted image is left to the image's checks, which refuse it.
-        if (lifted !== undefined && /[\u0000-\u001f]/.test(lifted.image)) {
+        if (lifted !== undefined && /[\n\t]/.test(lifted.image)) {
           expect(Either.getLeft(inspectImage(lifted.image, "image/jpeg"))).toEqual(Option.some(expect.objectContaining({ reason: "invalid_base64" })))
         } else {
           expect(parsed(() => parseBody(body))).toEqual(parsed(() => JSON.parse(text)))
