@@ -5,10 +5,12 @@ import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { SERVE_ENV, SERVE_NODE_OPTIONS, tuned } from "./tuning.js"
 
-// Run by `npm start` or `npm run sandbox`: the tree is built first if a source is newer than the last build.
-if (["start", "sandbox"].includes(process.env.npm_lifecycle_event ?? "") && process.env.MORSEL_RESTARTED === undefined) {
-  await import("./build-if-stale.js")
-}
+// Run by this package's own `npm start` or `npm run sandbox` (not by another project's scripts): the tree is built
+// first if a source is newer than the last build.
+const ownScript =
+  process.env.npm_package_json === fileURLToPath(new URL("../package.json", import.meta.url)) &&
+  ["start", "sandbox"].includes(process.env.npm_lifecycle_event ?? "")
+if (ownScript && process.env.MORSEL_RESTARTED === undefined) await import("./build-if-stale.js")
 
 // `serve` started without its Node options (npx, node bin/morsel.js, npm start) runs again in a Node process that
 // has them, which this one waits for, passing signals on.
