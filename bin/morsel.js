@@ -1,15 +1,23 @@
 #!/usr/bin/env node
 // The bundled command line when the build made one (it starts faster), else the compiled modules.
 import { spawn } from "node:child_process"
-import { existsSync } from "node:fs"
+import { existsSync, realpathSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { SERVE_ENV, SERVE_NODE_OPTIONS, tuned } from "./tuning.js"
 
 // Run by this package's own `npm start` or `npm run sandbox` (not by another project's scripts): the tree is built
 // first if a source is newer than the last build.
+const samePath = (a, b) => {
+  try {
+    return realpathSync(a) === realpathSync(b)
+  } catch {
+    return false
+  }
+}
 const ownScript =
-  process.env.npm_package_json === fileURLToPath(new URL("../package.json", import.meta.url)) &&
-  ["start", "sandbox"].includes(process.env.npm_lifecycle_event ?? "")
+  ["start", "sandbox"].includes(process.env.npm_lifecycle_event ?? "") &&
+  process.env.npm_package_json !== undefined &&
+  samePath(process.env.npm_package_json, fileURLToPath(new URL("../package.json", import.meta.url)))
 if (ownScript && process.env.MORSEL_RESTARTED === undefined) await import("./build-if-stale.js")
 
 // `serve` started without its Node options (npx, node bin/morsel.js, npm start) runs again in a Node process that
