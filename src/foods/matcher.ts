@@ -86,7 +86,7 @@ export interface FoodIndex {
   readonly prepared: Map<string, PreparedQuery>
 }
 
-/** How many prepared queries an index keeps; past that it starts afresh (a query, its retrieval included, costs about 0.5 ms to prepare). */
+/** How many prepared queries an index keeps; past that it starts afresh (a query, its retrieval included, costs about 0.5 ms to prepare and rank first). */
 const PREPARED_QUERIES = 1024
 
 /** One copy of each word and of each set of states across the foods of an index. */
@@ -266,11 +266,12 @@ interface PreparedQuery {
   readonly wantsDietVariant: boolean
   /** The family a generic name stands for, and whether the query asks for it cooked (undefined: the family's usual form). */
   readonly family: { readonly family: Family; readonly members: ReadonlyArray<FamilyMember>; readonly inForm: (member: FamilyMember) => boolean } | undefined
-  /** Records holding the query's head word, with their BM25+ relevance to the whole query (the best is 1). */
-  readonly candidates: ReadonlyArray<{ readonly food: number; readonly relevance: number }>
   /** Whether the head word may give way to the food before it ("celery sticks"): the query has one, and SR28 knows the head word. */
   readonly canBackOff: boolean
-  /** Its candidates as far as they are judged without the guess (`assessAll`), made the first time it is ranked. */
+  /**
+   * The records holding its head word that could be trusted, as far as they are judged without the guess
+   * (`assessAll`): retrieved and assessed the first time it is ranked (a generic name's family never needs them).
+   */
   assessed?: ReadonlyArray<Assessed>
 }
 
@@ -357,7 +358,6 @@ const prepareAfresh = (index: FoodIndex, query: string, backOff: boolean): Prepa
   const raw = [...states].some((s) => RAWISH.has(s))
   return {
     family: family === undefined ? undefined : { ...family, inForm: familyForm(family.family.form, methods, raw) },
-    candidates: retrieve(index, content),
     canBackOff,
     content,
     totalWeight: content.reduce((sum, t) => sum + t.weight, 0),
@@ -477,7 +477,7 @@ const assessAll = (index: FoodIndex, prepared: PreparedQuery): ReadonlyArray<Ass
     return matched
   }
   const assessed: Array<Assessed> = []
-  for (const candidate of prepared.candidates) {
+  for (const candidate of retrieve(index, prepared.content)) {
     const food = index.foods[candidate.food]!
     if (food.babyFood && !prepared.wantsBabyFood) continue
     const matched = matchedWeight(food)
