@@ -83,10 +83,12 @@ let
     // memoryTuning;
 
   # What `morsel serve` would otherwise restart itself with (bin/tuning.js): 1 MB young-generation semi-spaces and
-  # a malloc that gives freed blocks back, about 140 MiB less held by the sandbox at idle; set here, the unit runs one process.
+  # a malloc that gives freed blocks back from one arena, about 140 MiB less held by the sandbox at idle; set here,
+  # the unit runs one process.
   memoryTuning = {
     NODE_OPTIONS = "--max-semi-space-size=1";
     MALLOC_TRIM_THRESHOLD_ = "131072";
+    MALLOC_ARENA_MAX = "1";
   };
 
   secrets = filterAttrs (_: file: file != null) cfg.secretFiles;

@@ -94,6 +94,7 @@ in
         DATABASE_URL = "postgresql://morsel@/morsel?host=/run/postgresql";
         NODE_OPTIONS = "--max-semi-space-size=1";
         MALLOC_TRIM_THRESHOLD_ = "131072";
+        MALLOC_ARENA_MAX = "1";
       })
       (expect "production: secret files are systemd credentials" server.serviceConfig.LoadCredential [
         "ADMIN_TOKEN:/run/secrets/morsel/admin"
