@@ -75,25 +75,30 @@ export const liftImage = (body: Buffer): LiftedBody | undefined => {
 export const wholeText = ({ at, image, text }: LiftedBody): string => text.slice(0, at) + image + text.slice(at + HOLE.length)
 
 /**
- * `JSON.parse` of a body, its image lifted out when it can be (see `liftImage`). The lifted text is trusted only
- * when its one NUL string is the top-level object's `image_base64` (the string was a value there, not text inside
- * another string); anything else, a failure included, is parsed whole, so the answer is JSON.parse's own.
+ * `JSON.parse` of a lifted body. Its text is trusted only when its one NUL string is the top-level object's
+ * `image_base64` (the string was a value there, not text inside another string); anything else, a failure
+ * included, is parsed whole, so the answer is JSON.parse's own. The body's bytes are not needed: the whole text is
+ * the same string (the pieces were cut at quotes, which no UTF-8 sequence spans).
  */
-export const parseBody = (body: Buffer, lifted: LiftedBody | undefined = liftImage(body)): unknown => {
-  if (lifted !== undefined) {
-    const holes: Array<readonly [unknown, string]> = []
-    try {
-      const value: unknown = JSON.parse(lifted.text, function (this: unknown, key, item: unknown) {
-        if (item === "\u0000") holes.push([this, key])
-        return item
-      })
-      const [hole] = holes
-      if (holes.length === 1 && hole![0] === value && hole![1] === "image_base64" && typeof value === "object" && value !== null) {
-        return Object.assign(value, { image_base64: lifted.image })
-      }
-    } catch {
-      // parsed whole below, for JSON.parse's own answer
+export const parseLifted = (lifted: LiftedBody): unknown => {
+  const holes: Array<readonly [unknown, string]> = []
+  try {
+    const value: unknown = JSON.parse(lifted.text, function (this: unknown, key, item: unknown) {
+      if (item === "\u0000") holes.push([this, key])
+      return item
+    })
+    const [hole] = holes
+    if (holes.length === 1 && hole![0] === value && hole![1] === "image_base64" && typeof value === "object" && value !== null) {
+      return Object.assign(value, { image_base64: lifted.image })
     }
+  } catch {
+    // parsed whole below, for JSON.parse's own answer
   }
-  return JSON.parse(body.toString("utf8"))
+  return JSON.parse(wholeText(lifted))
+}
+
+/** `JSON.parse` of a body, its image lifted out when it can be (see `liftImage` and `parseLifted`). */
+export const parseBody = (body: Buffer): unknown => {
+  const lifted = liftImage(body)
+  return lifted === undefined ? JSON.parse(body.toString("utf8")) : parseLifted(lifted)
 }

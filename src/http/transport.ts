@@ -14,7 +14,7 @@ import {
   schemaRejection,
   UnsupportedMediaType
 } from "../domain/errors.ts"
-import { liftImage, parseBody, type ReadBody, readBody, wholeText } from "./body.ts"
+import { liftImage, parseLifted, type ReadBody, readBody, wholeText } from "./body.ts"
 
 export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
@@ -100,7 +100,7 @@ const readWhole = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<
 
 /**
  * The same request, its body already read: routes decode it from here. A body with a long image is parsed with
- * the image lifted out (`parseBody`); its whole text is made only for a route that reads text.
+ * the image lifted out (`parseLifted`); its whole text is made only for a route that reads text.
  */
 const withBody = (request: HttpServerRequest.HttpServerRequest, parse: () => unknown, whole: () => string): HttpServerRequest.HttpServerRequest =>
   Object.create(request, {
@@ -144,7 +144,7 @@ const guardBody = (
     return Either.left(
       typeof body === "string" || lifted === undefined
         ? withBody(request, () => JSON.parse(text), () => text)
-        : withBody(request, () => parseBody(body, lifted), () => wholeText(lifted))
+        : withBody(request, () => parseLifted(lifted), () => wholeText(lifted))
     )
   })
 
