@@ -8,7 +8,10 @@ const MiB = 1024 * 1024
 export interface Mappings {
   readonly rss: number
   readonly peak: number
-  /** WebAssembly memories (the embedded database's): read-write pages in front of a reservation of ≥ 1 GiB. */
+  /**
+   * WebAssembly memories (the embedded database's): read-write pages between two reservations of ≥ 1 GiB, V8's
+   * guard regions. A malloc mapping can sit right below the first: it is not counted here.
+   */
   readonly wasmMemory: number
   /** Executable anonymous pages: compiled JavaScript and WebAssembly (the embedded database's PostgreSQL). */
   readonly jitCode: number
@@ -46,7 +49,7 @@ export const mappings = (pid: number | "self"): Mappings => {
   all.forEach((m, i) => {
     if (m.file) files += m.rss
     else if (m.perms.includes("x")) jitCode += m.rss
-    else if (m.perms.startsWith("rw") && ((reservation(all[i + 1]) && all[i + 1]!.start === m.end) || (reservation(all[i - 1]) && all[i - 1]!.end === m.start))) wasmMemory += m.rss
+    else if (m.perms.startsWith("rw") && reservation(all[i + 1]) && all[i + 1]!.start === m.end && reservation(all[i - 1]) && all[i - 1]!.end === m.start) wasmMemory += m.rss
     else otherAnonymous += m.rss
   })
   const status = readFileSync(`/proc/${pid}/status`, "utf8")
