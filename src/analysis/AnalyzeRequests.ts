@@ -1,7 +1,7 @@
 /** One analysis request from any transport (REST, MCP): validation, funding, idempotency, limits, the analysis and payment, in that order. */
 import { createHash } from "node:crypto"
 import { SqlError } from "@effect/sql"
-import { Clock, Context, Duration, Effect, Either, Exit, Fiber, Layer, Metric, Option, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Either, Exit, Fiber, Layer, Metric, Option, Schedule, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
 import {
@@ -151,6 +151,22 @@ export const AnalyzeRequestsLive = Layer.effect(
           Effect.flatMap(Fiber.join)
         )
 
+    /**
+     * An attempt that failed while storage was away (its end, or its payment's refusal, could not be written) stays
+     * recorded as running, its reservation held and its key answering 409 in_progress until its lease ends. This
+     * instance knows it ended: it closes it as the sweeper would, once storage answers again (asked every second,
+     * for as long as the lease), so that a retry of the same request is served as soon as the database is back. An
+     * attempt already closed is left as it is.
+     */
+    const closeWhenStorageReturns = (requestId: RequestId) =>
+      store.abandonEnded(requestId).pipe(
+        Effect.flatMap((ended) => Effect.forEach(ended, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })),
+        Effect.retry({ schedule: Schedule.spaced("1 second"), times: Math.ceil(leaseMs / 1000) }),
+        Effect.ignoreLogged,
+        Effect.forkDaemon,
+        Effect.asVoid
+      )
+
     const attempt = (
       method: FundingMethod,
       requestId: RequestId,
@@ -161,15 +177,18 @@ export const AnalyzeRequestsLive = Layer.effect(
     ) =>
       Effect.gen(function* () {
         // Refused before anything was reserved: the attempt never became one.
-        const forget = Effect.ignoreLogged(store.forget(requestId))
+        const forget = Effect.catchAll(store.forget(requestId), () => closeWhenStorageReturns(requestId))
         const admission = yield* admitted.pipe(Effect.tapError(() => forget))
         const reservation = yield* method.reserve(requestId).pipe(
           Effect.tapError(() => forget),
           Effect.onError(() => admission.release)
         )
-        // Whatever was reserved goes back; if storage fails here, the sweeper finishes the job after the lease.
+        // Whatever was reserved goes back; if storage fails here, the attempt is closed once it answers again.
         const giveBack = (code: string, countsAsFailure: boolean) =>
-          reservation.release.pipe(Effect.zipRight(store.fail(requestId, code, countsAsFailure)), Effect.ignoreLogged)
+          reservation.release.pipe(
+            Effect.zipRight(store.fail(requestId, code, countsAsFailure)),
+            Effect.catchAll(() => closeWhenStorageReturns(requestId))
+          )
         return yield* Effect.gen(function* () {
           const result = yield* analyse(requestId, image, payload).pipe(
             // A result's slot is freed by the statement that saves it (migration 0010); any other end frees it here.
@@ -182,7 +201,10 @@ export const AnalyzeRequestsLive = Layer.effect(
           const settled = yield* reservation.settle(saveOf(requestId, result))
           return served(result, settled, settling, input)
         }).pipe(Effect.tapDefect(() => giveBack("internal_error", false)))
-      })
+      }).pipe(
+        // A payment that could not be settled or saved: the rail's own clean-up may have met the same outage.
+        Effect.tapError((error) => (error._tag === "ServiceUnavailable" ? closeWhenStorageReturns(requestId) : Effect.void))
+      )
 
     const resume = (method: FundingMethod, requestId: RequestId, result: AnalysisResult, input: InputFingerprint) =>
       Effect.flatMap(Clock.currentTimeMillis, (settling) =>

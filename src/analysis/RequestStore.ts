@@ -102,6 +102,11 @@ export class RequestStore extends Context.Tag("morsel/RequestStore")<
     readonly settlePending: (requestId: RequestId, paymentResponse: string) => Effect.Effect<void, SqlError.SqlError>
     /** Running attempts whose lease ran out are marked failed and returned for their reservations to be released. */
     readonly abandonStale: Effect.Effect<ReadonlyArray<Abandoned>, SqlError.SqlError>
+    /**
+     * An attempt its instance saw end without recording the end (storage failed meanwhile): marked failed at once,
+     * where its lease would hold it, and returned (when it was still running) for its reservation to be released.
+     */
+    readonly abandonEnded: (requestId: RequestId) => Effect.Effect<ReadonlyArray<Abandoned>, SqlError.SqlError>
     /** When the earliest lease of a running attempt ends, if any is running. */
     readonly nextLeaseEnd: Effect.Effect<Option.Option<Date>, SqlError.SqlError>
   }
@@ -113,12 +118,17 @@ export const RequestStoreLive = Layer.effect(
     const sql = yield* PgClient.PgClient
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
-    const abandonStaleAt = (at: Date, where: { payer: PayerId; idempotencyKey: string } | undefined) =>
+    const abandonRunning = (at: Date, which: Statement.Fragment) =>
       abandonedRows(sql`
         UPDATE analysis_requests SET status = 'failed', failure_code = 'abandoned', completed_at = ${at}
-        WHERE status = 'running' AND lease_until < ${at}
-        ${where ? sql`AND payer = ${where.payer} AND idempotency_key = ${where.idempotencyKey}` : sql``}
+        WHERE status = 'running' AND ${which}
         RETURNING request_id, funding`).pipe(Effect.map((rows) => rows.map((r) => ({ requestId: r.request_id, funding: r.funding }))))
+
+    const abandonStaleAt = (at: Date, where: { payer: PayerId; idempotencyKey: string } | undefined) =>
+      abandonRunning(
+        at,
+        sql`lease_until < ${at} ${where ? sql`AND payer = ${where.payer} AND idempotency_key = ${where.idempotencyKey}` : sql``}`
+      )
 
     const purgeExpiredResults = (at: Date) =>
       sql`UPDATE analysis_requests SET result = NULL
@@ -282,6 +292,7 @@ export const RequestStoreLive = Layer.effect(
             WHERE request_id = ${requestId} AND status = 'payment_pending'`
         ).pipe(Effect.asVoid),
       abandonStale: Effect.flatMap(now, (at) => abandonStaleAt(at, undefined)),
+      abandonEnded: (requestId) => Effect.flatMap(now, (at) => abandonRunning(at, sql`request_id = ${requestId}`)),
       nextLeaseEnd: Effect.map(
         leaseEnds(sql`SELECT min(lease_until) AS lease_until FROM analysis_requests WHERE status = 'running'`),
         (rows) => Option.fromNullable(rows[0]?.lease_until)
