@@ -198,13 +198,13 @@ export const AnalyzeRequestsLive = Layer.effect(
             )
           )
           const settling = yield* Clock.currentTimeMillis
-          const settled = yield* reservation.settle(saveOf(requestId, result))
+          const settled = yield* reservation.settle(saveOf(requestId, result)).pipe(
+            // A payment that could not be settled or saved: the rail's own clean-up may have met the same outage.
+            Effect.tapError((error) => (error._tag === "ServiceUnavailable" ? closeWhenStorageReturns(requestId) : Effect.void))
+          )
           return served(result, settled, settling, input)
         }).pipe(Effect.tapDefect(() => giveBack("internal_error", false)))
-      }).pipe(
-        // A payment that could not be settled or saved: the rail's own clean-up may have met the same outage.
-        Effect.tapError((error) => (error._tag === "ServiceUnavailable" ? closeWhenStorageReturns(requestId) : Effect.void))
-      )
+      })
 
     const resume = (method: FundingMethod, requestId: RequestId, result: AnalysisResult, input: InputFingerprint) =>
       Effect.flatMap(Clock.currentTimeMillis, (settling) =>
