@@ -1,6 +1,6 @@
 /** The PostgreSQL store: a real server when DATABASE_URL is set, otherwise embedded PGlite, migrated at start. */
 import { execFile } from "node:child_process"
-import { existsSync, mkdtempSync, openAsBlob, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, openAsBlob, readdirSync, rmSync } from "node:fs"
 import { mkdir } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
@@ -11,7 +11,7 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Data, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
-import { lockDataFolder } from "./dataFolderLock.ts"
+import { isAbandoned, lockDataFolder } from "./dataFolderLock.ts"
 import { migrate } from "./migrations.ts"
 import { embeddedPool } from "./prepared.ts"
 import { silenceLimitedSocket } from "./silence.ts"
@@ -100,6 +100,24 @@ const newInMemory = <A, E, R>(open: (archive: Blob) => Effect.Effect<A, E, R>) =
 }
 
 /**
+ * A new database in a scratch folder (see `scratchFolder`): the build's archive unpacked into it a piece at a time
+ * (no initdb, and none of its megabytes held: loaded through PGlite, the archive left about 45 MiB in the server),
+ * else one made apart there.
+ */
+const newInScratch = <A, E, R>(folder: string, open: Effect.Effect<A, E, R>) => {
+  const emptied = Effect.sync(() => {
+    // Each try starts from an empty folder: one that failed leaves part of its files behind.
+    rmSync(folder, { recursive: true, force: true })
+    mkdirSync(folder, { mode: 0o700 })
+  })
+  const madeApart = emptied.pipe(Effect.zipRight(initdbApart(folder, undefined)), Effect.zipRight(open))
+  const built = builtArchive()
+  if (built === undefined) return madeApart
+  const unpacked = Effect.tryPromise(async () => (await import("tar")).extract({ file: built, cwd: folder, sync: true }))
+  return emptied.pipe(Effect.zipRight(unpacked), Effect.zipRight(open), Effect.orElse(() => madeApart))
+}
+
+/**
  * V8 compiles the embedded database's busiest functions a second time with its optimising compiler, which holds
  * about 30 MiB more for the life of the process to run long scans about twice as fast. A serving instance's
  * statements are short and run as fast on the baseline code, so it keeps that code only. It is a setting of the
@@ -110,9 +128,41 @@ const keepBaselineCodeOnly = () => setFlagsFromString("--liftoff-only")
 export interface EmbeddedOptions {
   /** The files of the database to start from (a snapshot of another in-memory database). */
   readonly loadDataDir?: Blob
-  /** For a process that serves: the database's code compiled for memory, not for long scans (`morsel fooddb import`). */
+  /**
+   * For a process that serves: the database's code compiled for memory, not for long scans (`morsel fooddb import`),
+   * and an in-memory database's files in a scratch folder.
+   */
   readonly serving?: boolean
 }
+
+/** Where the in-memory databases of serving processes keep their files: a folder each, in the temporary directory. */
+const SCRATCH_PREFIX = "morsel-memory-"
+/** A scratch folder without a lock older than this was left by a process that died while making it. */
+const UNLOCKED_SCRATCH_MS = 60 * 60 * 1000
+/** Nothing in a scratch folder outlives its process: PostgreSQL need not wait for its writes to reach the disk. */
+const SCRATCH_SETTINGS = [...SETTINGS, "fsync = off", "synchronous_commit = off", "full_page_writes = off"]
+
+/**
+ * The in-memory database of a serving process (the sandbox, `MORSEL_DATA_DIR=memory://`) keeps its files in a private
+ * folder of the temporary directory, locked as a data folder and removed when the process stops: there they are in
+ * the operating system's file cache, where PGlite's in-memory file system would hold them (about 40 MiB, with the
+ * garbage of loading them) in the process's own memory for its whole life. The folders of processes that died
+ * without removing theirs are removed by the next such start. None where the temporary directory is not writable.
+ */
+const scratchFolder = Effect.acquireRelease(
+  Effect.try(() => {
+    const parent = tmpdir()
+    for (const name of readdirSync(parent)) {
+      const left = join(parent, name)
+      if (name.startsWith(SCRATCH_PREFIX) && isAbandoned(left, UNLOCKED_SCRATCH_MS)) rmSync(left, { recursive: true, force: true })
+    }
+    return mkdtempSync(join(parent, SCRATCH_PREFIX))
+  }),
+  (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
+).pipe(
+  Effect.tap(lockDataFolder),
+  Effect.option
+)
 
 /** Starts PGlite on a private unix socket so the ordinary pg driver can talk to it. */
 export const embedded = (dataDir: string, options: EmbeddedOptions = {}) => Effect.map(startEmbedded(dataDir, options), (started) => started.target)
@@ -129,6 +179,10 @@ export const startEmbedded = (dataDir: string, options: EmbeddedOptions = {}) =>
       // PGlite is single-process: a second writer on the same files can corrupt them.
       yield* lockDataFolder(dataDir)
     }
+    const scratch =
+      inMemory && options.serving === true && options.loadDataDir === undefined
+        ? Option.map(yield* scratchFolder, (folder) => join(folder, "pgdata"))
+        : Option.none()
     // A first start creates the database apart; a restart (PG_VERSION present) or a given snapshot needs no initdb.
     if (!inMemory && !existsSync(join(resolve(dataDir), "PG_VERSION"))) yield* initdbApart(resolve(dataDir), undefined)
     if (options.serving === true) keepBaselineCodeOnly()
@@ -141,15 +195,19 @@ export const startEmbedded = (dataDir: string, options: EmbeddedOptions = {}) =>
         Effect.tryPromise({
           try: () =>
             PGlite.create({
-              dataDir: inMemory ? undefined : resolve(dataDir),
-              postgresqlconf: SETTINGS,
+              dataDir: inMemory ? Option.getOrUndefined(scratch) : resolve(dataDir),
+              postgresqlconf: Option.isSome(scratch) ? SCRATCH_SETTINGS : SETTINGS,
               ...(loadDataDir ? { loadDataDir } : {})
             }),
           catch: (cause) => new DatabaseUnavailable({ message: `cannot open the embedded database in ${dataDir}`, cause })
         }),
         (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
       )
-    const db = yield* inMemory && options.loadDataDir === undefined ? newInMemory(open) : open(options.loadDataDir)
+    const db = yield* Option.isSome(scratch)
+      ? newInScratch(scratch.value, open(undefined))
+      : inMemory && options.loadDataDir === undefined
+        ? newInMemory(open)
+        : open(options.loadDataDir)
     // Unix socket paths are short (~100 bytes), so the socket lives in a fresh temporary folder.
     const socketDir = yield* Effect.acquireRelease(
       Effect.sync(() => mkdtempSync(join(tmpdir(), "morsel-pg-"))),

@@ -1,5 +1,5 @@
 /** One process per embedded data folder: a lock file naming the holder's process, taken before the database opens. */
-import { closeSync, linkSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs"
+import { closeSync, existsSync, linkSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Data, Effect, Schedule } from "effect"
 
@@ -119,4 +119,21 @@ export const lockDataFolder = (dataDir: string) => {
     ),
     (path) => Effect.sync(() => (holderOf(path) === process.pid ? rmSync(path, { force: true }) : undefined))
   )
+}
+
+/**
+ * Whether `folder` was left by a process that is gone: its lock names a process no longer running, or it has no lock
+ * and has not changed for `unlockedAfterMs` (its process died before taking it).
+ */
+export const isAbandoned = (folder: string, unlockedAfterMs: number): boolean => {
+  const path = join(folder, LOCK_FILE)
+  if (existsSync(path)) {
+    const holder = holderOf(path)
+    return holder !== undefined && holder !== process.pid && !isRunning(holder)
+  }
+  try {
+    return Date.now() - statSync(folder).mtimeMs > unlockedAfterMs
+  } catch {
+    return false
+  }
 }

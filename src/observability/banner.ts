@@ -54,7 +54,7 @@ export const partsOf = (settings: Settings): ReadonlyArray<Part> => [
 /** The database in words; a server's password never appears. */
 export const databaseOf = (settings: Settings): string =>
   Option.match(settings.databaseUrl, {
-    onNone: () => (settings.dataDir === "memory://" ? "embedded PostgreSQL in memory (nothing is kept)" : `embedded PostgreSQL in ${settings.dataDir}`),
+    onNone: () => (settings.dataDir === "memory://" ? "embedded PostgreSQL in the temporary directory (nothing is kept)" : `embedded PostgreSQL in ${settings.dataDir}`),
     onSome: (url) => {
       const text = Redacted.value(url)
       if (!URL.canParse(text)) return "PostgreSQL server (DATABASE_URL)"

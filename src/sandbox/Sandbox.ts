@@ -112,7 +112,7 @@ export const banner = (settings: Settings, url: string, foodsFrom: Option.Option
     `  foods         ${Option.match(foodsFrom, { onNone: () => "a shipped subset of everyday USDA SR28 foods", onSome: (dir) => `the foods imported in ${dir} (else the shipped USDA subset)` })}`,
     `  card credits  in-memory card processor: keys morsel_test_…, sessions cs_test_…, paid on ${url}/sandbox/checkout/{session_id}`,
     `  x402          in-memory Base USDC (eip155:8453): every wallet starts with 100 USDC; balance at ${url}/sandbox/wallets/{address}`,
-    `  database      in memory: everything is gone when the sandbox stops`,
+    `  database      a new one of its own, in the temporary directory: everything is gone when the sandbox stops`,
     `  scenarios     header Sandbox-Scenario: ${Scenario.literals.join(" | ")}`,
     `  timeouts      analysis ${settings.analysisTimeoutMs} ms, payment confirmation ${settings.x402.confirmTimeoutMs} ms`,
     `Try it: npx morsel analyze <photo> --wallet-key 0x$(openssl rand -hex 32)${url === DEFAULT_URL ? "" : ` --base-url ${url}`} (every wallet holds 100 sandbox USDC), or open ${url}/`

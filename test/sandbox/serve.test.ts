@@ -2,6 +2,9 @@
 // fetch, @x402/fetch with a fresh random wallet, and the MCP SDK client.
 import { execFile } from "node:child_process"
 import { randomBytes, randomUUID } from "node:crypto"
+import { mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { promisify } from "node:util"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -12,7 +15,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeImage } from "../support/images.ts"
 import { metricSample } from "../support/http.ts"
-import { root, type Served, serveProcess, waitForOutput } from "../support/process.ts"
+import { crash, root, type Served, serveProcess, waitForOutput } from "../support/process.ts"
 
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 
@@ -226,4 +229,34 @@ describe("morsel serve --sandbox", () => {
       expect(["credit", "x402"]).toContain(line.annotations["funding"])
     }
   })
+
+  it("keeps its database in a folder of its own in TMPDIR, gone when it stops; one a killed sandbox left goes at the next start", async () => {
+    const tmp = mkdtempSync(join(tmpdir(), "morsel-sandbox-tmp-"))
+    const folders = () => readdirSync(tmp).filter((name) => name.startsWith("morsel-memory-"))
+    try {
+      const killed = await serveProcess(["--sandbox"], { TMPDIR: tmp })
+      const [left] = folders()
+      expect(folders()).toHaveLength(1)
+      await crash(killed)
+      expect(folders()).toEqual([left])
+
+      const next = await serveProcess(["--sandbox"], { TMPDIR: tmp })
+      const own = folders()
+      expect(own).toHaveLength(1)
+      expect(own).not.toContain(left)
+      const key = `morsel_test_${randomBytes(32).toString("hex")}`
+      const checkout = await reply(
+        await fetch(`${next.url}/v1/credits/checkout`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({ order_id: randomUUID() })
+        })
+      )
+      expect(checkout.status, checkout.text).toBe(200)
+      await next.stop()
+      expect(folders()).toEqual([])
+    } finally {
+      rmSync(tmp, { recursive: true, force: true })
+    }
+  }, 180_000)
 })
