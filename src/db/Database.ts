@@ -1,6 +1,6 @@
 /** The PostgreSQL store: a real server when DATABASE_URL is set, otherwise embedded PGlite, migrated at start. */
 import { execFile } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, openAsBlob, readdirSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, openAsBlob, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { mkdir } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
@@ -11,7 +11,7 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Data, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
-import { isAbandoned, lockDataFolder } from "./dataFolderLock.ts"
+import { isAbandoned, LOCK_FILE, lockDataFolder } from "./dataFolderLock.ts"
 import { migrate } from "./migrations.ts"
 import { embeddedPool } from "./prepared.ts"
 import { silenceLimitedSocket } from "./silence.ts"
@@ -100,21 +100,64 @@ const newInMemory = <A, E, R>(open: (archive: Blob) => Effect.Effect<A, E, R>) =
 }
 
 /**
- * A new database in a scratch folder (see `scratchFolder`): the build's archive unpacked into it a piece at a time
- * (no initdb, and none of its megabytes held: loaded through PGlite, the archive left about 45 MiB in the server),
- * else one made apart there.
+ * Marks a folder being filled from the build's archive: until the database has opened there, everything in it but its
+ * lock is ours, and a start that finds the mark (the one before was cut off, or the files did not open) fills it again.
  */
-const newInScratch = <A, E, R>(folder: string, open: Effect.Effect<A, E, R>) => {
-  const emptied = Effect.sync(() => {
-    // Each try starts from an empty folder: one that failed leaves part of its files behind.
-    rmSync(folder, { recursive: true, force: true })
-    mkdirSync(folder, { mode: 0o700 })
-  })
-  const madeApart = emptied.pipe(Effect.zipRight(initdbApart(folder, undefined)), Effect.zipRight(open))
+const FILLING = "morsel.filling"
+
+/** Everything in a new database's `folder` removed but its lock and its mark: what a try that failed left. */
+const empty = (folder: string) => {
+  for (const name of readdirSync(folder)) {
+    if (name !== LOCK_FILE && name !== FILLING) rmSync(join(folder, name), { recursive: true, force: true })
+  }
+}
+
+/**
+ * A new database in `folder`, made before it opens: the build's archive unpacked there a piece at a time,
+ * `PG_VERSION` last, when the folder holds nothing of anyone else's — no initdb, which grows to about 760 MiB, and
+ * none of the archive's bytes kept by the server (loaded through PGlite, they left about 45 MiB in it). Else, and
+ * without an archive, initdb apart.
+ */
+const fillFolder = (folder: string) => {
+  const mark = join(folder, FILLING)
   const built = builtArchive()
-  if (built === undefined) return madeApart
-  const unpacked = Effect.tryPromise(async () => (await import("tar")).extract({ file: built, cwd: folder, sync: true }))
-  return emptied.pipe(Effect.zipRight(unpacked), Effect.zipRight(open), Effect.orElse(() => madeApart))
+  const ours = Effect.try({
+    try: () => existsSync(mark) || readdirSync(folder).every((name) => name === LOCK_FILE),
+    catch: (cause) => new DatabaseUnavailable({ message: `cannot read the embedded database folder ${folder}`, cause })
+  })
+  const unpacked = (archive: string) =>
+    Effect.tryPromise({
+      try: async () => {
+        writeFileSync(mark, "")
+        empty(folder)
+        const { extract } = await import("tar")
+        const isVersion = (path: string) => path.replace(/^\/+/, "") === "PG_VERSION"
+        const unpack = (filter: (path: string) => boolean) => extract({ file: archive, cwd: folder, sync: true, preserveOwner: false, filter })
+        unpack((path) => !isVersion(path))
+        unpack(isVersion)
+      },
+      catch: (cause) => new DatabaseUnavailable({ message: `cannot create the embedded database in ${folder}: ${String(cause)}`, cause })
+    })
+  return Effect.flatMap(ours, (isOurs) =>
+    built !== undefined && isOurs
+      ? unpacked(built)
+      : existsSync(join(folder, "PG_VERSION"))
+        ? Effect.void
+        : initdbApart(folder, undefined)
+  )
+}
+
+/**
+ * Opens the database in `folder`, made there first when it is new (`fillFolder`). Unpacked files that do not open (an
+ * archive of another PGlite version: a build older than node_modules) are replaced by initdb's.
+ */
+const inFolder = <A, E, R>(folder: string, open: Effect.Effect<A, E, R>) => {
+  const mark = join(folder, FILLING)
+  const remade = Effect.sync(() => empty(folder)).pipe(Effect.zipRight(initdbApart(folder, undefined)), Effect.zipRight(open))
+  return fillFolder(folder).pipe(
+    Effect.zipRight(Effect.catchAll(open, (error) => (existsSync(mark) ? remade : Effect.fail(error)))),
+    Effect.tap(() => Effect.sync(() => rmSync(mark, { force: true })))
+  )
 }
 
 /**
@@ -156,7 +199,9 @@ const scratchFolder = Effect.acquireRelease(
       const left = join(parent, name)
       if (name.startsWith(SCRATCH_PREFIX) && isAbandoned(left, UNLOCKED_SCRATCH_MS)) rmSync(left, { recursive: true, force: true })
     }
-    return mkdtempSync(join(parent, SCRATCH_PREFIX))
+    const folder = mkdtempSync(join(parent, SCRATCH_PREFIX))
+    mkdirSync(join(folder, "pgdata"), { mode: 0o700 })
+    return folder
   }),
   (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
 ).pipe(
@@ -183,8 +228,7 @@ export const startEmbedded = (dataDir: string, options: EmbeddedOptions = {}) =>
       inMemory && options.serving === true && options.loadDataDir === undefined
         ? Option.map(yield* scratchFolder, (folder) => join(folder, "pgdata"))
         : Option.none()
-    // A first start creates the database apart; a restart (PG_VERSION present) or a given snapshot needs no initdb.
-    if (!inMemory && !existsSync(join(resolve(dataDir), "PG_VERSION"))) yield* initdbApart(resolve(dataDir), undefined)
+    const folder = inMemory ? scratch : Option.some(resolve(dataDir))
     if (options.serving === true) keepBaselineCodeOnly()
     // Loaded only here: a server on DATABASE_URL does not hold the embedded database's code.
     const [{ PGlite }, { PGLiteSocketServer }] = yield* Effect.promise(() =>
@@ -195,7 +239,7 @@ export const startEmbedded = (dataDir: string, options: EmbeddedOptions = {}) =>
         Effect.tryPromise({
           try: () =>
             PGlite.create({
-              dataDir: inMemory ? Option.getOrUndefined(scratch) : resolve(dataDir),
+              dataDir: Option.getOrUndefined(folder),
               postgresqlconf: Option.isSome(scratch) ? SCRATCH_SETTINGS : SETTINGS,
               ...(loadDataDir ? { loadDataDir } : {})
             }),
@@ -203,11 +247,11 @@ export const startEmbedded = (dataDir: string, options: EmbeddedOptions = {}) =>
         }),
         (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
       )
-    const db = yield* Option.isSome(scratch)
-      ? newInScratch(scratch.value, open(undefined))
-      : inMemory && options.loadDataDir === undefined
-        ? newInMemory(open)
-        : open(options.loadDataDir)
+    const db = yield* options.loadDataDir !== undefined
+      ? open(options.loadDataDir)
+      : Option.isSome(folder)
+        ? inFolder(folder.value, open(undefined))
+        : newInMemory(open)
     // Unix socket paths are short (~100 bytes), so the socket lives in a fresh temporary folder.
     const socketDir = yield* Effect.acquireRelease(
       Effect.sync(() => mkdtempSync(join(tmpdir(), "morsel-pg-"))),

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
@@ -33,6 +33,41 @@ describe("embedded database", () => {
         expect(rows).toEqual([{ note: "first start" }])
       } finally {
         rmSync(parent, { recursive: true, force: true })
+      }
+    }), 120_000)
+
+  it.effect("a first start cut off while it filled its folder is filled again at the next start, and what it left is gone", () =>
+    Effect.gen(function* () {
+      const parent = mkdtempSync(join(tmpdir(), "morsel-embedded-"))
+      const dataDir = join(parent, "data")
+      try {
+        mkdirSync(dataDir)
+        // Cut off after PG_VERSION was written: the folder's mark says it was still being filled.
+        writeFileSync(join(dataDir, "morsel.filling"), "")
+        writeFileSync(join(dataDir, "PG_VERSION"), "18\n")
+        writeFileSync(join(dataDir, "half-written"), "x")
+        const rows = yield* withDatabase(
+          dataDir,
+          Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ requests: number }>`SELECT count(*)::int AS requests FROM analysis_requests`)
+        )
+        expect(rows).toEqual([{ requests: 0 }])
+        expect(readdirSync(dataDir)).not.toContain("half-written")
+        expect(readdirSync(dataDir)).not.toContain("morsel.filling")
+      } finally {
+        rmSync(parent, { recursive: true, force: true })
+      }
+    }), 120_000)
+
+  it.effect("a folder holding files of its own keeps them: its database is made beside them", () =>
+    Effect.gen(function* () {
+      const dataDir = mkdtempSync(join(tmpdir(), "morsel-embedded-"))
+      try {
+        writeFileSync(join(dataDir, "notes.txt"), "mine")
+        yield* withDatabase(dataDir, Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 1`))
+        expect(readFileSync(join(dataDir, "notes.txt"), "utf8")).toBe("mine")
+        expect(existsSync(join(dataDir, "PG_VERSION"))).toBe(true)
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true })
       }
     }), 120_000)
 
