@@ -197,7 +197,11 @@ const scratchFolder = Effect.acquireRelease(
     const parent = tmpdir()
     for (const name of readdirSync(parent)) {
       const left = join(parent, name)
-      if (name.startsWith(SCRATCH_PREFIX) && isAbandoned(left, UNLOCKED_SCRATCH_MS)) rmSync(left, { recursive: true, force: true })
+      try {
+        if (name.startsWith(SCRATCH_PREFIX) && isAbandoned(left, UNLOCKED_SCRATCH_MS)) rmSync(left, { recursive: true, force: true })
+      } catch {
+        // another user's, or gone meanwhile: not this start's to clear
+      }
     }
     const folder = mkdtempSync(join(parent, SCRATCH_PREFIX))
     mkdirSync(join(folder, "pgdata"), { mode: 0o700 })
