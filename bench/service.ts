@@ -8,6 +8,7 @@
  * Prints the ratios and writes them as JSON under bench/results/.
  */
 import { execFile, spawn } from "node:child_process"
+import { randomBytes, randomUUID } from "node:crypto"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
@@ -17,6 +18,7 @@ import { Reactivity } from "@effect/experimental"
 import { Effect, Redacted } from "effect"
 import { build } from "esbuild"
 import { type Call, type Child, type LoadResult, cpuMs, freePort, healthy, load, median, peakRssMiB, resetPeakRss, send, sequential, startRole } from "./service/load.ts"
+import { container } from "./service/container.ts"
 import { type Breakdown, describeBreakdown, describeMappings, type Mappings, mappings } from "./service/memory.ts"
 import { FOODS_DIR } from "./service/morsel.ts"
 import { analyzeCall, morselEnv, photos, roles } from "./service/roles.ts"
@@ -141,8 +143,8 @@ const startUp = async () => {
   }
 }
 
-/** `morsel serve` (built tree) until /health answers, then IDLE_SECONDS with nothing served: its memory from /proc. */
-const idleAfterStart = async (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Promise<Mappings & { readyMs: number }> => {
+/** `morsel serve` (built tree) started as a user starts it, until /health answers; `stop` ends it. */
+const startServe = async (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>, enter?: (pid: number) => void) => {
   const port = await freePort()
   const started = performance.now()
   const child = spawn(process.execPath, [...serverNodeOptions, join(root, "bin/morsel.js"), "serve", ...args], {
@@ -150,18 +152,71 @@ const idleAfterStart = async (args: ReadonlyArray<string>, env: Readonly<Record<
     stdio: "ignore",
     env: { ...process.env, ...serverEnv, ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warning" }
   })
+  const stop = async () => {
+    child.kill("SIGTERM")
+    if (child.exitCode === null) await new Promise((resolve) => child.on("exit", resolve))
+  }
   try {
+    enter?.(child.pid ?? 0)
     for (;;) {
       if (child.exitCode !== null) throw new Error(`morsel serve ${args.join(" ")} exited with ${child.exitCode}`)
       if (await healthy(port)) break
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
-    const readyMs = performance.now() - started
+  } catch (error) {
+    await stop()
+    throw error
+  }
+  return { port, pid: child.pid ?? 0, readyMs: performance.now() - started, stop }
+}
+
+/** `morsel serve` (built tree) until /health answers, then IDLE_SECONDS with nothing served: its memory from /proc. */
+const idleAfterStart = async (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Promise<Mappings & { readyMs: number }> => {
+  const server = await startServe(args, env)
+  try {
     await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000))
-    return { ...mappings(child.pid ?? 0), readyMs }
+    return { ...mappings(server.pid), readyMs: server.readyMs }
   } finally {
-    child.kill("SIGTERM")
-    if (child.exitCode === null) await new Promise((resolve) => child.on("exit", resolve))
+    await server.stop()
+  }
+}
+
+/** The size of the small container the sandbox must fit with three concurrent photos. */
+const CONTAINER_MIB = 512
+
+/**
+ * `morsel serve --sandbox` serving three concurrent photos, paid with credits bought at its checkout: its peak (its
+ * start included), and, where this machine gives one, the peak of a container limited to CONTAINER_MIB that it runs in
+ * (page cache included) with the allocations refused there.
+ */
+const sandboxServingPhotos = async (photo: Buffer) => {
+  const box = container(CONTAINER_MIB)
+  try {
+    const server = await startServe(["--sandbox"], {}, box?.enter)
+    try {
+      const key = `Bearer morsel_test_${randomBytes(32).toString("hex")}`
+      const checkout = await send(server.port, {
+        method: "POST",
+        path: "/v1/credits/checkout",
+        headers: { authorization: key },
+        body: Buffer.from(JSON.stringify({ order_id: randomUUID() }))
+      })
+      const session = String((JSON.parse(checkout.body.toString("utf8")) as { session_id?: string }).session_id)
+      const paid = await send(server.port, { method: "POST", path: `/sandbox/checkout/${session}/pay` })
+      if (paid.status !== 200) throw new Error(`the sandbox's checkout answered ${checkout.status}, then ${paid.status}`)
+      const analysed = await Promise.all(
+        [0, 1, 2].map((i) => send(server.port, { ...analyzeCall(photo, ""), headers: { authorization: key, "idempotency-key": `bench-sandbox-photo-${i}` } }))
+      )
+      if (analysed.some((reply) => reply.status !== 200)) throw new Error(`a sandbox analysis failed: ${analysed.map((r) => r.status)}`)
+      return {
+        serverPeak: peakRssMiB(server.pid),
+        container: box === undefined ? undefined : { kind: box.kind, peak: box.peakMiB(), refusals: box.refusals() }
+      }
+    } finally {
+      await server.stop()
+    }
+  } finally {
+    box?.remove()
   }
 }
 
@@ -271,6 +326,8 @@ const orchestrate = async () => {
     for (const child of children.splice(0)) await child.stop()
     const start = await startUp()
     const idle = await idleStarts()
+    // The sandbox brings its own database and foods: measured once, in the embedded pass.
+    const sandboxPhotos = databaseUrl === undefined && existsSync(join(root, "dist")) ? await sandboxServingPhotos(large) : undefined
 
     const rows = [
       { figure: "replay throughput vs bare node:http", value: replay.throughputRatio, goal: ">= 0.1" },
@@ -279,7 +336,16 @@ const orchestrate = async () => {
       { figure: "peak RSS vs bare server decoding the same 3 photos", value: rss.subject / rss.baseline, goal: "<= 1.5" },
       { figure: "matcher cost per item through the API (ms)", value: matcherMsPerItem, goal: "<= 0.25" },
       { figure: "npm start to /health 200, built tree, restart (s)", value: start.restartMs / 1000, goal: "<= 2" },
-      ...idle.map((i) => ({ figure: `idle RSS, ${i.start} (MiB)`, value: i.rss, goal: `<= ${i.goal}` }))
+      ...idle.map((i) => ({ figure: `idle RSS, ${i.start} (MiB)`, value: i.rss, goal: `<= ${i.goal}` })),
+      ...(sandboxPhotos === undefined
+        ? []
+        : [
+            {
+              figure: `sandbox + 3 photos, peak ${sandboxPhotos.container ? `of a ${CONTAINER_MIB} MiB container` : "RSS with its start"} (MiB)`,
+              value: sandboxPhotos.container?.peak ?? sandboxPhotos.serverPeak,
+              goal: `<= ${CONTAINER_MIB}`
+            }
+          ])
     ]
     console.log("")
     for (const row of rows) console.log(`${row.figure.padEnd(60)} ${fmt(row.value, 3).padStart(8)}   goal ${row.goal}`)
@@ -304,6 +370,15 @@ const orchestrate = async () => {
     console.log(`memory of the floor at idle: ${describeMappings(memoryIdle.baseline)}`)
     console.log(`memory of the floor after the photos: ${describeMappings(memoryAfter.baseline)}`)
     for (const i of idle) console.log(`idle ${IDLE_SECONDS} s after start, ${i.start} (ready in ${fmt(i.readyMs / 1000, 1)} s): ${describeMappings(i)}`)
+    if (sandboxPhotos !== undefined) {
+      const box = sandboxPhotos.container
+      console.log(
+        `sandbox serving three concurrent photos: server peak ${fmt(sandboxPhotos.serverPeak, 0)} MiB (its start included)` +
+          (box === undefined
+            ? `; no memory cgroup to run it in here`
+            : `; in a ${box.kind} limited to ${CONTAINER_MIB} MiB, peak ${fmt(box.peak, 0)} MiB with the page cache, ${box.refusals} allocations refused`)
+      )
+    }
     console.log("")
     console.log(`npm start  ${fmt(start.firstMs / 1000, 1)} s ${databaseUrl === undefined ? "on a new embedded database" : "on the first start"}, ${fmt(start.restartMs / 1000, 1)} s on restart`)
     console.log(`matcher    1 item ${fmt(median(one), 1)} ms, 20 items ${fmt(median(twenty), 1)} ms`)
@@ -311,7 +386,7 @@ const orchestrate = async () => {
     const resultsDir = join(root, "bench/results")
     mkdirSync(resultsDir, { recursive: true })
     const file = join(resultsDir, `service-${databaseUrl === undefined ? "embedded" : "postgres"}-${new Date().toISOString().replace(/[:.]/g, "-")}.json`)
-    const report = { database, at: new Date().toISOString(), rows, replay, challenge, health, overhead, rss, memoryIdle, memoryAfter, foodIndexMiB, idle, matcher: { one, twenty, matcherMsPerItem }, start }
+    const report = { database, at: new Date().toISOString(), rows, replay, challenge, health, overhead, rss, memoryIdle, memoryAfter, foodIndexMiB, idle, sandboxPhotos, matcher: { one, twenty, matcherMsPerItem }, start }
     writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
     console.log(`\nwritten ${file}`)
   } finally {
