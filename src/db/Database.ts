@@ -190,28 +190,29 @@ const SCRATCH_SETTINGS = [...SETTINGS, "fsync = off", "synchronous_commit = off"
  * folder of the temporary directory, locked as a data folder and removed when the process stops: there they are in
  * the operating system's file cache, where PGlite's in-memory file system would hold them (about 40 MiB, with the
  * garbage of loading them) in the process's own memory for its whole life. The folders of processes that died
- * without removing theirs are removed by the next such start. None where the temporary directory is not writable.
+ * without removing theirs are removed by the next such start.
  */
 const scratchFolder = Effect.acquireRelease(
-  Effect.try(() => {
-    const parent = tmpdir()
-    for (const name of readdirSync(parent)) {
-      const left = join(parent, name)
-      try {
-        if (name.startsWith(SCRATCH_PREFIX) && isAbandoned(left, UNLOCKED_SCRATCH_MS)) rmSync(left, { recursive: true, force: true })
-      } catch {
-        // another user's, or gone meanwhile: not this start's to clear
+  Effect.try({
+    try: () => {
+      const parent = tmpdir()
+      for (const name of readdirSync(parent)) {
+        const left = join(parent, name)
+        try {
+          if (name.startsWith(SCRATCH_PREFIX) && isAbandoned(left, UNLOCKED_SCRATCH_MS)) rmSync(left, { recursive: true, force: true })
+        } catch {
+          // another user's, or gone meanwhile: not this start's to clear
+        }
       }
-    }
-    const folder = mkdtempSync(join(parent, SCRATCH_PREFIX))
-    mkdirSync(join(folder, "pgdata"), { mode: 0o700 })
-    return folder
+      const folder = mkdtempSync(join(parent, SCRATCH_PREFIX))
+      mkdirSync(join(folder, "pgdata"), { mode: 0o700 })
+      return folder
+    },
+    catch: (cause) =>
+      new DatabaseUnavailable({ message: `cannot make the in-memory database's folder in the temporary directory (TMPDIR): ${String(cause)}`, cause })
   }),
   (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
-).pipe(
-  Effect.tap(lockDataFolder),
-  Effect.option
-)
+).pipe(Effect.tap(lockDataFolder))
 
 /** Starts PGlite on a private unix socket so the ordinary pg driver can talk to it. */
 export const embedded = (dataDir: string, options: EmbeddedOptions = {}) => Effect.map(startEmbedded(dataDir, options), (started) => started.target)
@@ -230,7 +231,7 @@ export const startEmbedded = (dataDir: string, options: EmbeddedOptions = {}) =>
     }
     const scratch =
       inMemory && options.serving === true && options.loadDataDir === undefined
-        ? Option.map(yield* scratchFolder, (folder) => join(folder, "pgdata"))
+        ? Option.some(join(yield* scratchFolder, "pgdata"))
         : Option.none()
     const folder = inMemory ? scratch : Option.some(resolve(dataDir))
     if (options.serving === true) keepBaselineCodeOnly()

@@ -259,4 +259,18 @@ describe("morsel serve --sandbox", () => {
       rmSync(tmp, { recursive: true, force: true })
     }
   }, 180_000)
+
+  it("a temporary directory it cannot write is one line naming TMPDIR, exit code 1", async () => {
+    const failed = await promisify(execFile)(process.execPath, [join(root, "bin/morsel.js"), "serve", "--sandbox"], {
+      cwd: root,
+      env: { PATH: process.env["PATH"] ?? "", PORT: "0", TMPDIR: join(tmpdir(), `morsel-missing-${randomUUID()}`) }
+    }).then(
+      () => undefined,
+      (error: { code?: number; stderr?: string }) => error
+    )
+    expect(failed?.code).toBe(1)
+    const lines = (failed?.stderr ?? "").trim().split("\n")
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain("TMPDIR")
+  }, 60_000)
 })
