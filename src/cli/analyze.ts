@@ -6,7 +6,7 @@ import { Console, Effect, Option, Redacted, Schema } from "effect"
 import { withProgress } from "../terminal.ts"
 import { baseUrlOf, baseUrlOption, bearer, CliFailure, errorCodeOf, jsonOption, keyOf, keyOption, parseJson, reportFailure, request } from "./client.ts"
 import { printResult } from "./output.ts"
-import { forgetPending, loadPending, type PendingAnalysis, savePending } from "./pending.ts"
+import { canonicalRequestId, forgetPending, loadPending, type PendingAnalysis, savePending } from "./pending.ts"
 import { preparePhoto } from "./photo.ts"
 
 /**
@@ -114,7 +114,19 @@ export const analyze = Command.make(
       let transport: typeof fetch = globalThis.fetch
       if (Option.isSome(options.resume)) {
         if (Option.isSome(options.photo)) return yield* new CliFailure({ code: "usage", message: "give either a photo or --resume <request_id>, not both" })
-        retry = yield* loadPending(options.resume.value)
+        const kept = yield* loadPending(options.resume.value)
+        retry = kept
+        if (kept.withCreditKey) {
+          // The key is not kept on disk with the retry: it is given again, as the first run took it.
+          const key = keyOf(options.key)
+          if (Option.isNone(key)) {
+            return yield* new CliFailure({
+              code: "usage",
+              message: `analysis ${options.resume.value.toLowerCase()} is paid with credits: give its key again with --key or MORSEL_API_KEY`
+            })
+          }
+          retry = { ...kept, headers: { ...kept.headers, ...bearer(key.value) } }
+        }
       } else {
         if (Option.isNone(options.photo)) {
           return yield* new CliFailure({ code: "usage", message: "give the photo to analyze: morsel analyze <photo> --key <key>" })
@@ -125,6 +137,7 @@ export const analyze = Command.make(
         transport = paid.transport
         retry = {
           url: `${baseUrlOf(options.baseUrl)}/v1/analyze`,
+          withCreditKey: "authorization" in paid.headers,
           headers: {
             ...paid.headers,
             "idempotency-key": Option.getOrElse(options.idempotencyKey, () => `cli-${randomUUID()}`),
@@ -143,18 +156,30 @@ export const analyze = Command.make(
         Effect.provideService(FetchHttpClient.Fetch, transport),
         withProgress("analysing the photo…"),
         Effect.catchTag("CliFailure", (failure) => {
-          const signature = sentSignatures.at(-1)
-          const id = requestIdOf(failure.answer) ?? sent.headers["idempotency-key"]
-          if (errorCodeOf(failure.answer) !== "payment_pending" || id === undefined) return Effect.fail(failure)
-          // The identical retry: same body and Idempotency-Key, and the signed authorization the server holds.
-          const kept = signature === undefined ? sent : { ...sent, headers: { ...sent.headers, "payment-signature": signature } }
-          return Effect.zipRight(
-            savePending(id, kept),
-            Effect.fail(
+          if (errorCodeOf(failure.answer) !== "payment_pending") return Effect.fail(failure)
+          const given = requestIdOf(failure.answer)
+          const id = given === undefined ? Option.none() : canonicalRequestId(given)
+          if (Option.isNone(id)) {
+            // A request id that is not a UUID names no file: nothing is kept, wherever the answer points.
+            const shown = given === undefined ? "none" : JSON.stringify(given.slice(0, 60))
+            return Effect.fail(
               new CliFailure({
                 ...failure,
-                message: `HTTP 503 payment_pending: the result is saved and the payment is being confirmed; in a minute, without paying twice: morsel analyze --resume ${id}`
+                message: `HTTP 503 payment_pending: the answer carries no well-formed request_id (${shown}), so nothing was kept to resume; quote Idempotency-Key ${sent.headers["idempotency-key"]} to the server's support`
               })
+            )
+          }
+          // The identical retry: same body and Idempotency-Key, and the signed authorization the server holds.
+          const signature = sentSignatures.at(-1)
+          const kept = signature === undefined ? sent : { ...sent, headers: { ...sent.headers, "payment-signature": signature } }
+          return savePending(id.value, kept).pipe(
+            Effect.flatMap(() =>
+              Effect.fail(
+                new CliFailure({
+                  ...failure,
+                  message: `HTTP 503 payment_pending: the result is saved and the payment is being confirmed; in a minute, without paying twice: morsel analyze --resume ${id.value}${sent.withCreditKey ? " --key <key>" : ""}`
+                })
+              )
             )
           )
         })
