@@ -14,7 +14,7 @@ const refusedStart = async (dataDir: string) => {
   const port = await freePort()
   const child = spawn(process.execPath, [join(root, "bin/morsel.js"), "serve"], {
     cwd: root,
-    env: { PATH: process.env["PATH"] ?? "", PORT: String(port), MORSEL_DATA_DIR: dataDir },
+    env: { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", PORT: String(port), MORSEL_DATA_DIR: dataDir },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let stdout = ""

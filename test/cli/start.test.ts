@@ -63,7 +63,7 @@ describe("npm start", () => {
     try {
       const child = spawn(process.execPath, [join(root, "bin/morsel.js"), "serve"], {
         cwd: root,
-        env: { PATH: process.env["PATH"] ?? "", PORT: String(port), MORSEL_DATA_DIR: join(dataDir, "busy") },
+        env: { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", PORT: String(port), MORSEL_DATA_DIR: join(dataDir, "busy") },
         stdio: ["ignore", "pipe", "pipe"]
       })
       let stdout = ""
