@@ -35,7 +35,7 @@ describe("the settler wallet's balance", () => {
 
         const low = yield* logged(readSettlerBalance(settler, held + 1n, true))
         expect(low.result._tag).toBe("Some")
-        expect(yield* Metric.value(settlerBalance)).toEqual({ value: Number(held) })
+        expect((yield* Metric.value(settlerBalance)).value).toBe(Number(held))
         expect(low.lines.filter((line) => line.startsWith("WARN"))).toEqual([
           expect.stringMatching(new RegExp(`^WARN the x402 settler wallet ${settler} holds .* ETH, under X402_SETTLER_LOW_BALANCE_WEI`))
         ])
