@@ -36,7 +36,8 @@ describe("one server per embedded data folder", () => {
   const parent = mkdtempSync(join(tmpdir(), "morsel-folder-"))
 
   beforeAll(async () => {
-    await promisify(execFile)("npm", ["run", "build"], { cwd: root })
+    // Built only when a source is newer than the build (as `npm start` does), not once per test file.
+    await promisify(execFile)(process.execPath, [join(root, "bin/build-if-stale.js")], { cwd: root })
   }, 120_000)
   afterAll(() => rmSync(parent, { recursive: true, force: true }))
 
