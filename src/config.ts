@@ -1,6 +1,7 @@
 /** Every setting of the service, read once from the environment and validated at start. */
 import { isIP } from "node:net"
 import { Config, ConfigError, ConfigProvider, Context, Effect, Either, Layer, Option, Redacted } from "effect"
+import { type FileSettings, fileSettings } from "./mcp/files/settings.ts"
 
 export interface Limits {
   readonly globalPerDay: number
@@ -68,6 +69,8 @@ export interface Settings {
   readonly metrics: boolean
   /** OTEL_EXPORTER_OTLP_ENDPOINT: traces exported over OTLP/HTTP to `{endpoint}/v1/traces`. */
   readonly otlpEndpoint: Option.Option<string>
+  /** MCP_FILE_*: photos analyze_food downloads from a file reference. */
+  readonly mcpFiles: FileSettings
 }
 
 export const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" as const
@@ -313,7 +316,8 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
       Config.withDefault(process.stdout.isTTY ? ("pretty" as const) : ("json" as const))
     ),
     metrics: yield* onOff("METRICS", false),
-    otlpEndpoint: yield* Config.option(httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    otlpEndpoint: yield* Config.option(httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT")),
+    mcpFiles: yield* fileSettings
   } satisfies Settings
 })
 

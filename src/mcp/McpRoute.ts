@@ -9,6 +9,7 @@ import { Processor } from "../credits/Processor.ts"
 import { MAX_BODY_BYTES } from "../domain/bodies.ts"
 import { SERVICE_VERSION } from "../version.ts"
 import { APP_MIME_TYPE, APP_URI, appHtml } from "./app.ts"
+import { withDownloadedImage } from "./files/imageFile.ts"
 import { decodeInput, errorResult, ICON_SVG, ICONS, paymentOf, successResult, TOOL_NAME, toolChallenge, toolDefinition } from "./tool.ts"
 
 export const MCP_PATH = "/mcp"
@@ -74,7 +75,9 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     /** One tool call through the shared pipeline; every typed failure becomes a tool error, never a protocol error. */
     const analyzeFood = (sdk: Sdk, authorization: Option.Option<string>, args: unknown, meta: Readonly<Record<string, unknown>> | undefined) =>
       Effect.gen(function* () {
-        const input = decodeInput(args)
+        const downloaded = yield* Effect.either(withDownloadedImage(args, settings.mcpFiles))
+        if (Either.isLeft(downloaded)) return failed(downloaded.left)
+        const input = decodeInput(downloaded.right)
         if (Either.isLeft(input)) return failed(input.left)
         const { idempotency_key, ...payload } = input.right
         return yield* requests

@@ -20,6 +20,10 @@ import {
 } from "../domain/schemas.ts"
 import { discoveryOutput, resourceInfo, retarget } from "../x402/protocol.ts"
 import { APP_URI } from "./app.ts"
+import { FILE_ARGUMENT, imageFileJsonSchema } from "./files/imageFile.ts"
+
+/** OpenAI Apps SDK: the top-level inputs ChatGPT fills with a file reference `{ download_url, file_id }`. */
+export const FILE_PARAMS_META_KEY = "openai/fileParams"
 
 export const TOOL_NAME = "analyze_food"
 
@@ -68,6 +72,17 @@ const ToolOutput = Schema.Union(AnalysisResult, ToolError, X402PaymentRequired)
 
 /** The input schema is inlined (no "$ref"), since several model providers do not follow references in tool parameters. */
 const inputSchema = jsonSchemaOf(ToolInput, { inline: true })
+
+/**
+ * What tools/list declares: the photo as image_base64 with mime_type, or as image_file, a file reference that hosts
+ * with file parameters fill in (`_meta["openai/fileParams"]`); exactly one of the two, which the server checks
+ * (no top-level anyOf: several model providers refuse it in tool parameters).
+ */
+const declaredInputSchema = (() => {
+  const properties = { ...(inputSchema["properties"] as Record<string, unknown>), [FILE_ARGUMENT]: imageFileJsonSchema }
+  const required = (inputSchema["required"] as ReadonlyArray<string>).filter((name) => name !== "image_base64" && name !== "mime_type")
+  return { ...inputSchema, properties, required }
+})()
 const outputSchema = jsonSchemaOf(ToolOutput, { inline: false })
 
 const exampleInput = { ...analyzeRequestExample, idempotency_key: "meal-2026-11-21-lunch" }
@@ -77,7 +92,7 @@ const mcpDiscovery = declareDiscoveryExtension({
   toolName: TOOL_NAME,
   description: "Estimate calories, protein, carbohydrate and fat from one food photo",
   transport: "streamable-http",
-  inputSchema,
+  inputSchema: declaredInputSchema,
   example: exampleInput,
   output: discoveryOutput
 }).bazaar
@@ -101,6 +116,7 @@ export const toolDefinition = (publicBaseUrl: string): Tool => ({
     "Cost: 0.01 USDC or one prepaid credit per successful analysis; listing tools and every failed call (invalid input, no food, analysis failure or timeout, a limit) are free.",
     "Returns the dish name, its food components with estimated edible grams, nutrition per component and for the whole meal.",
     "Every value is an estimate: model_confidence is the model's own uncalibrated rating; results are not medical or allergen advice.",
+    "Give the photo as image_base64 with mime_type, or as image_file when the host hands over a file the user attached ({ download_url, file_id }; never both).",
     "Pass known_total_grams only when all edible food in the photo was weighed.",
     "To pay with credits, the connection carries the API key (Authorization: Bearer <key>);",
     `to pay per call over x402, put the PaymentPayload object in params._meta["${PAYMENT_META_KEY}"]; the receipt comes back in`,
@@ -109,10 +125,11 @@ export const toolDefinition = (publicBaseUrl: string): Tool => ({
     "Errors have isError true and structuredContent { error: { code, message, request_id? } } with the REST API's error codes.",
     `Feedback on a result is not a tool: POST ${publicBaseUrl}/v1/credits/feedback with the request_id (credit keys only).`
   ].join(" "),
-  inputSchema: { ...inputSchema, type: "object" },
+  inputSchema: { ...declaredInputSchema, type: "object" },
   outputSchema: { ...outputSchema, type: "object" },
   // Hosts that show MCP Apps render the result with this resource (and offer its photo picker).
-  _meta: { ui: { resourceUri: APP_URI }, [RESOURCE_URI_META_KEY]: APP_URI },
+  // ChatGPT hands a photo the user attached in the chat to image_file (OpenAI Apps SDK file parameters).
+  _meta: { ui: { resourceUri: APP_URI }, [RESOURCE_URI_META_KEY]: APP_URI, [FILE_PARAMS_META_KEY]: [FILE_ARGUMENT] },
   annotations: {
     title: "Analyze a food photo",
     readOnlyHint: false,

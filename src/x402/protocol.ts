@@ -7,7 +7,7 @@ import type {
   ResourceInfo,
   SettleResponse
 } from "@x402/core/types"
-import { bazaarResourceServerExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar"
+import { bazaarResourceServerExtension, declareDiscoveryExtension, isValidIconUrl } from "@x402/extensions/bazaar"
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http"
 import { parsePaymentPayload } from "@x402/core/schemas"
 import { HttpApp, HttpServerResponse } from "@effect/platform"
@@ -15,7 +15,7 @@ import { Effect, Either, Option, Schema } from "effect"
 import { type Address, getAddress, type Hex, hashTypedData, isAddress, isHex, recoverTypedDataAddress } from "viem"
 import type { PaymentProof } from "../analysis/Funding.ts"
 import { PaymentRequired } from "../domain/errors.ts"
-import { AnalyzeRequest, analysisResultExample, analyzeRequestExample, jsonSchemaOf } from "../domain/schemas.ts"
+import { AnalysisResult, AnalyzeRequest, analysisResultExample, analyzeRequestExample, jsonSchemaOf } from "../domain/schemas.ts"
 
 export const X402_VERSION = 2
 export const NETWORK = "eip155:8453"
@@ -52,20 +52,46 @@ export const requirements = (terms: Terms): PaymentRequirements => ({
   extra: { ...TOKEN_DOMAIN }
 })
 
-/** What x402 discovery services (the Bazaar) show of the resource; the URL and description name the interface. */
-export const resourceInfo = (url: string, description: string): ResourceInfo => ({
-  url,
-  description,
-  mimeType: "application/json",
-  serviceName: "morsel",
-  tags: ["nutrition", "food", "calories", "vision"]
-})
+/** Where the server serves its icon (the same picture the MCP server and server.json name). */
+export const ICON_FILE_PATH = "/icon.svg"
 
 /**
- * An example analysis result for discovery metadata, without its JSON Schema: the official client echoes the
- * extensions in PAYMENT-SIGNATURE, and request headers must stay well under the servers' 16 KB limit.
+ * What x402 discovery services (the Bazaar) show of the resource: the URL and description name the interface; the
+ * service name, tags (at most 5 of at most 32 ASCII characters) and icon are the Bazaar's service metadata. The icon
+ * is named only where the Bazaar would keep it: at a host name (not an IP address, not localhost).
  */
-export const discoveryOutput = { example: analysisResultExample }
+export const resourceInfo = (url: string, description: string): ResourceInfo => {
+  const iconUrl = new URL(ICON_FILE_PATH, url).href
+  return {
+    url,
+    description,
+    mimeType: "application/json",
+    serviceName: "morsel",
+    tags: ["nutrition", "food", "calories", "vision", "macronutrients"],
+    ...(isValidIconUrl(iconUrl) ? { iconUrl } : {})
+  }
+}
+
+/** A JSON Schema without its prose (descriptions, titles, examples): the shape alone, small enough for a header. */
+const shapeOnly = (node: unknown): unknown => {
+  if (Array.isArray(node)) return node.map(shapeOnly)
+  if (typeof node !== "object" || node === null) return node
+  return Object.fromEntries(
+    Object.entries(node)
+      .filter(([key]) => key !== "description" && key !== "title" && key !== "examples")
+      .map(([key, value]) => [key, shapeOnly(value)])
+  )
+}
+
+/**
+ * The result of a paid call for discovery metadata: an example and the shape of every result (inlined, since the
+ * package places it inside its own schema). The official client echoes the extensions in PAYMENT-SIGNATURE, and
+ * request headers must stay well under the servers' 16 KB limit (the challenge header stays under 8 KB).
+ */
+export const discoveryOutput = {
+  example: analysisResultExample,
+  schema: shapeOnly(jsonSchemaOf(AnalysisResult, { inline: true })) as Record<string, unknown>
+}
 
 /**
  * Discovery metadata of POST /v1/analyze (x402 Bazaar extension), built by the official package: a JSON body

@@ -60,7 +60,8 @@ describe("MCP tool interface with card credits", () => {
         const tool = tools[0]!
         expect(tool.inputSchema).toMatchObject({
           type: "object",
-          required: ["image_base64", "mime_type", "idempotency_key"],
+          // The photo comes as image_base64 with mime_type or as image_file (a file reference), exactly one.
+          required: ["idempotency_key"],
           additionalProperties: false,
           properties: {
             mime_type: { enum: ["image/jpeg", "image/png"] },
@@ -69,7 +70,7 @@ describe("MCP tool interface with card credits", () => {
           }
         })
         expect(Object.keys(tool.inputSchema.properties ?? {}).sort()).toEqual(
-          ["idempotency_key", "image_base64", "known_total_grams", "language", "mime_type"].sort()
+          ["idempotency_key", "image_base64", "image_file", "known_total_grams", "language", "mime_type"].sort()
         )
         expect(tool.outputSchema).toMatchObject({ type: "object", anyOf: expect.any(Array) })
         expect(tool.description).toContain("/v1/credits/feedback")

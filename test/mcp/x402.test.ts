@@ -2,7 +2,13 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { decodePaymentRequiredHeader } from "@x402/core/http"
 import type { PaymentRequired as X402PaymentRequired } from "@x402/core/types"
-import { validateDiscoveryExtensionSpec } from "@x402/extensions/bazaar"
+import {
+  type DiscoveryExtension,
+  extractDiscoveryInfo,
+  sanitizeResourceServiceMetadata,
+  validateDiscoveryExtension,
+  validateDiscoveryExtensionSpec
+} from "@x402/extensions/bazaar"
 import { Context, Effect, Either, Fiber, Layer, Schema } from "effect"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
@@ -288,18 +294,37 @@ describe("MCP tool interface paid with x402", () => {
         })
       }))
 
-    it.scoped("discovery: both challenges carry Bazaar metadata whose info follows its schema, with examples that follow ours", () =>
+    it.scoped("discovery: both challenges carry complete Bazaar metadata, valid by @x402/extensions, that a cataloguing facilitator lists", () =>
       Effect.gen(function* () {
         const { url } = yield* Service
         const validator = jsonSchemaValidator()
+        const isExtension = (value: unknown): value is DiscoveryExtension & Record<string, unknown> =>
+          isRecord(value) && isRecord(value["info"]) && isRecord(value["info"]["input"]) && isRecord(value["schema"])
         const bazaarOf = (challenge: X402PaymentRequired) => {
           const bazaar = challenge.extensions?.["bazaar"]
           if (!isRecord(bazaar) || !isRecord(bazaar["info"]) || !isRecord(bazaar["schema"])) throw new Error("no bazaar extension")
-          const validate = validator.compile(bazaar["schema"])
-          expect(validate(bazaar["info"]), JSON.stringify(validate.errors)).toBe(true)
-          // The protocol-level rules a facilitator applies before cataloguing.
+          const info = bazaar["info"]
+          const schema = bazaar["schema"]
+          const validate = validator.compile(schema)
+          expect(validate(info), JSON.stringify(validate.errors)).toBe(true)
+          if (!isExtension(bazaar)) throw new Error("not a discovery extension")
+          // The package's own validator (info against schema, the output example against the result's shape) and the
+          // protocol-level rules a facilitator applies before cataloguing.
+          expect(validateDiscoveryExtension(bazaar)).toEqual({ valid: true })
           expect(validateDiscoveryExtensionSpec(bazaar)).toEqual({ valid: true })
-          return { info: bazaar["info"], schema: bazaar["schema"] }
+          // The output carries the shape of every result, not only an example.
+          expect(schema).toMatchObject({ properties: { output: { properties: { example: { required: expect.arrayContaining(["items", "totals"]) } } } } })
+          // The service metadata survives the Bazaar's sanitizing whole: name, tags, icon.
+          expect(sanitizeResourceServiceMetadata(challenge.resource)).toEqual({
+            serviceName: "morsel",
+            tags: ["nutrition", "food", "calories", "vision", "macronutrients"],
+            iconUrl: "https://morsel.example/icon.svg"
+          })
+          // What a cataloguing facilitator records when it settles a payment for this challenge.
+          const accepted = challenge.accepts[0]!
+          const listed = extractDiscoveryInfo({ x402Version: 2, resource: challenge.resource, accepted, payload: {}, extensions: challenge.extensions ?? {} }, accepted)
+          expect(listed).toMatchObject({ resourceUrl: challenge.resource.url, serviceName: "morsel", iconUrl: "https://morsel.example/icon.svg" })
+          return { info, schema, listed }
         }
         const outputExample = (info: Record<string, unknown>) => (isRecord(info["output"]) ? info["output"]["example"] : undefined)
 
@@ -308,6 +333,9 @@ describe("MCP tool interface paid with x402", () => {
         expect(unpaid.status).toBe(402)
         const header = unpaid.headers.get("payment-required")
         if (header === null) throw new Error("no PAYMENT-REQUIRED header")
+        // Clients and facilitators cut large headers (x402 #2993): the challenge stays under 8 KB.
+        console.log(`PAYMENT-REQUIRED header: ${header.length} bytes (base64)`)
+        expect(header.length).toBeLessThan(8192)
         const fromHeader = decodePaymentRequiredHeader(header)
         expect(isRecord(unpaid.body) && unpaid.body["payment_required"]).toEqual(fromHeader)
         expect(fromHeader.resource).toMatchObject({
@@ -316,6 +344,7 @@ describe("MCP tool interface paid with x402", () => {
           mimeType: "application/json"
         })
         const http = bazaarOf(fromHeader)
+        expect(http.listed).toMatchObject({ method: "POST" })
         expect(http.info["input"]).toMatchObject({ type: "http", method: "POST", bodyType: "json", body: { mime_type: "image/jpeg" } })
         const body = isRecord(http.info["input"]) ? http.info["input"]["body"] : undefined
         expect(Either.isRight(Schema.decodeUnknownEither(AnalyzeRequest)(body))).toBe(true)
@@ -329,6 +358,8 @@ describe("MCP tool interface paid with x402", () => {
         expect(challenge.accepts).toEqual(fromHeader.accepts)
         expect(challenge.resource).toMatchObject({ url: "https://morsel.example/mcp", description: expect.stringContaining("analyze_food"), mimeType: "application/json" })
         const tooling = bazaarOf(challenge)
+        expect(tooling.listed).toMatchObject({ toolName: "analyze_food" })
+        console.log(`MCP challenge (structuredContent): ${JSON.stringify(challenge).length} bytes of JSON`)
         expect(tooling.info["input"]).toMatchObject({ type: "mcp", toolName: "analyze_food", transport: "streamable-http", inputSchema: tool.inputSchema })
         const example = isRecord(tooling.info["input"]) ? tooling.info["input"]["example"] : undefined
         expect(validator.compile(tool.inputSchema)(example)).toBe(true)
