@@ -6,12 +6,22 @@ import type { IncomingMessage } from "node:http"
 export type ReadBody = Buffer | "too_large" | "cut"
 
 /**
+ * How much of a body too large is read, counted from its first byte, and dropped before the 413 is sent and the
+ * connection closed. A client that sends its whole body before it reads (Node's http client, fetch, curl) then
+ * reads the 413: closing a connection with bytes still arriving resets it, and the client sees a broken pipe
+ * instead. A body declared longer is answered at once, unread; one that turns out longer is cut off here.
+ */
+export const DRAIN_BYTES = 64 * 1024 * 1024
+
+/**
  * Reads a body as the Buffers it arrives in, joined once. Decoded afterwards it is one flat string, where reading
  * it as text builds a rope of 64 KiB pieces that live through several garbage collections and that the JSON parser
- * copies once more. Past `maxBytes` the rest is left unread (the answer closes the connection).
+ * copies once more. Past `maxBytes` nothing more is kept, and the rest is read and dropped up to DRAIN_BYTES (see
+ * there); the answer then closes the connection.
  */
 export const readBody = (request: IncomingMessage, maxBytes: number): Promise<ReadBody> =>
   new Promise((resolve) => {
+    if (Number(request.headers["content-length"]) > DRAIN_BYTES) return resolve("too_large")
     const chunks: Array<Buffer> = []
     let bytes = 0
     const finish = (body: ReadBody) => {
@@ -20,11 +30,14 @@ export const readBody = (request: IncomingMessage, maxBytes: number): Promise<Re
     }
     const onData = (chunk: Buffer) => {
       bytes += chunk.length
-      if (bytes > maxBytes) return finish("too_large")
-      chunks.push(chunk)
+      if (bytes <= maxBytes) return void chunks.push(chunk)
+      chunks.length = 0
+      if (bytes <= DRAIN_BYTES) return
+      request.pause()
+      finish("too_large")
     }
     // A body that arrived in one piece (a small one, or one the fast lane passes on) is not copied again.
-    const onEnd = () => finish(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes))
+    const onEnd = () => finish(bytes > maxBytes ? "too_large" : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes))
     const onCut = () => finish("cut")
     request.on("data", onData).on("end", onEnd).on("error", onCut).on("aborted", onCut)
   })

@@ -121,9 +121,8 @@ const guardBody = (
       )
     }
     if (empty || streamsOwnBody(request.url)) return Either.left(request)
-    if (declared > MAX_BODY_BYTES) return Either.right(errorResponse(bodyTooLarge))
     const body = yield* readWhole(request)
-    // The rest of a body too large is not read: the answer closes the connection.
+    // Read to its end (within DRAIN_BYTES), so that the client reads this answer; then the connection closes.
     if (body === "too_large") return Either.right(errorResponse(bodyTooLarge).pipe(HttpServerResponse.setHeader("connection", "close")))
     if (body === "cut") return Either.right(errorResponse(bodyCut))
     const lifted = typeof body === "string" ? undefined : liftImage(body)

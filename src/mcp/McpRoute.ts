@@ -65,7 +65,10 @@ const rpcError = (status: number, code: number, message: string) =>
  */
 const readMessage = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.map(readWhole(request), (body): Either.Either<unknown, HttpServerResponse.HttpServerResponse> => {
-    if (body === "too_large") return Either.left(rpcError(413, -32000, `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`))
+    if (body === "too_large") {
+      const message = `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`
+      return Either.left(rpcError(413, -32000, message).pipe(HttpServerResponse.setHeader("connection", "close")))
+    }
     if (body === "cut") return Either.left(rpcError(400, -32700, "Parse error: the request body could not be read"))
     try {
       return Either.right(typeof body === "string" ? parseJson(body) : parseBody(body))
