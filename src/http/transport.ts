@@ -14,7 +14,7 @@ import {
   schemaRejection,
   UnsupportedMediaType
 } from "../domain/errors.ts"
-import { liftImage, parseLifted, type ReadBody, readBody, wholeText } from "./body.ts"
+import { closingQuote, liftImage, parseJson, parseLifted, type ReadBody, RepeatedKey, readBody, wholeText } from "./body.ts"
 
 export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
@@ -78,20 +78,8 @@ export const nestsDeeperThan = (text: string, max: number): boolean => {
   return false
 }
 
-/** The index of the quote closing the string opened at `open`, or -1 when the text ends first. */
-const closingQuote = (text: string, open: number): number => {
-  for (let from = open + 1; ; ) {
-    const quote = text.indexOf('"', from)
-    if (quote < 0) return -1
-    let backslashes = 0
-    while (quote - backslashes - 1 > open && text.charCodeAt(quote - backslashes - 1) === 0x5c) backslashes++
-    if (backslashes % 2 === 0) return quote
-    from = quote + 1
-  }
-}
-
 /** The body, read as Buffers from a Node request (see `readBody`), else as the platform reads its text. */
-const readWhole = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<Buffer | string | Exclude<ReadBody, Buffer>> => {
+export const readWhole = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<Buffer | string | Exclude<ReadBody, Buffer>> => {
   const source = request.source
   return source instanceof IncomingMessage
     ? Effect.promise(() => readBody(source, MAX_BODY_BYTES))
@@ -133,9 +121,8 @@ const guardBody = (
       )
     }
     if (empty || streamsOwnBody(request.url)) return Either.left(request)
-    if (declared > MAX_BODY_BYTES) return Either.right(errorResponse(bodyTooLarge))
     const body = yield* readWhole(request)
-    // The rest of a body too large is not read: the answer closes the connection.
+    // Read to its end (within DRAIN_BYTES), so that the client reads this answer; then the connection closes.
     if (body === "too_large") return Either.right(errorResponse(bodyTooLarge).pipe(HttpServerResponse.setHeader("connection", "close")))
     if (body === "cut") return Either.right(errorResponse(bodyCut))
     const lifted = typeof body === "string" ? undefined : liftImage(body)
@@ -143,9 +130,21 @@ const guardBody = (
     if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return Either.right(errorResponse(tooDeep("request body is")))
     return Either.left(
       typeof body === "string" || lifted === undefined
-        ? withBody(request, () => JSON.parse(text), () => text)
+        ? withBody(request, () => parseJson(text), () => text)
         : withBody(request, () => parseLifted(lifted), () => wholeText(lifted))
     )
+  })
+
+/** The 400 for a body the routes could not read: not JSON, or JSON that gives a key twice. */
+const unreadableBody = (cause: unknown) =>
+  new InvalidRequest({
+    error: {
+      code: "invalid_request",
+      message:
+        cause instanceof RepeatedKey
+          ? capMessage(`request body repeats the key ${JSON.stringify(cause.key)}; send each key once`)
+          : "request body is not valid JSON"
+    }
   })
 
 const decodeErrorBody = Schema.decodeUnknownOption(
@@ -242,7 +241,7 @@ export const TransportGuard = HttpLayerRouter.middleware(
             // A body that is not JSON surfaces as a request error (even as a defect), not as a schema error.
             const error = Cause.squash(cause)
             return HttpServerError.isServerError(error) && error._tag === "RequestError" && error.reason === "Decode"
-              ? Effect.succeed(errorResponse(new InvalidRequest({ error: { code: "invalid_request", message: "request body is not valid JSON" } })))
+              ? Effect.succeed(errorResponse(unreadableBody(error.cause)))
               : lastResort(cause)
           })
         )

@@ -7,6 +7,9 @@ import { credentialOf } from "../analysis/Funding.ts"
 import { AppConfig, type Settings } from "../config.ts"
 import { Processor } from "../credits/Processor.ts"
 import { MAX_BODY_BYTES } from "../domain/bodies.ts"
+import { capMessage } from "../domain/errors.ts"
+import { parseBody, parseJson, RepeatedKey } from "../http/body.ts"
+import { isJson, readWhole } from "../http/transport.ts"
 import { SERVICE_VERSION } from "../version.ts"
 import { APP_MIME_TYPE, APP_URI, appHtml } from "./app.ts"
 import { withDownloadedImage } from "./files/imageFile.ts"
@@ -51,6 +54,33 @@ const methodNotAllowed = HttpServerResponse.unsafeJson(
   { jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this MCP server is stateless; use POST" }, id: null },
   { status: 405, headers: { allow: "POST" } }
 )
+
+/** A JSON-RPC error as the SDK answers one about the HTTP request itself (no message id is known). */
+const rpcError = (status: number, code: number, message: string) =>
+  HttpServerResponse.unsafeJson({ jsonrpc: "2.0", error: { code, message }, id: null }, { status })
+
+/**
+ * A POST's JSON-RPC message, read and parsed here rather than by the SDK: within the same bound as a REST body, and
+ * refused when it gives a key twice (JSON.parse, which the SDK uses, would keep the last; a proxy may keep the first).
+ * Its answers otherwise are the SDK's own.
+ */
+const readMessage = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.map(readWhole(request), (body): Either.Either<unknown, HttpServerResponse.HttpServerResponse> => {
+    if (body === "too_large") {
+      const message = `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`
+      return Either.left(rpcError(413, -32000, message).pipe(HttpServerResponse.setHeader("connection", "close")))
+    }
+    if (body === "cut") return Either.left(rpcError(400, -32700, "Parse error: the request body could not be read"))
+    try {
+      return Either.right(typeof body === "string" ? parseJson(body) : parseBody(body))
+    } catch (error) {
+      return Either.left(
+        error instanceof RepeatedKey
+          ? rpcError(400, -32700, capMessage(`Parse error: the request body repeats the key ${JSON.stringify(error.key)}; send each key once`))
+          : rpcError(400, -32700, "Parse error: Invalid JSON")
+      )
+    }
+  })
 
 /** The tool list and the server card may be cached for an hour by anyone: they name no caller. */
 const ONE_HOUR_PUBLIC = { ttlMs: 3_600_000, cacheScope: "public" } as const
@@ -127,7 +157,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     }
 
     /** A 2025-era request (initialize, then each call on its own): answered as JSON, without a session. */
-    const legacy = (sdk: Sdk, server: Server, web: Request) => {
+    const legacy = (sdk: Sdk, server: Server, web: Request, parsedBody: unknown) => {
       const transport = new sdk.WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: true,
@@ -135,7 +165,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
       })
       return Effect.acquireUseRelease(
         Effect.promise(() => server.connect(transport)),
-        () => Effect.promise(() => transport.handleRequest(web)),
+        () => Effect.promise(() => transport.handleRequest(web, parsedBody === undefined ? undefined : { parsedBody })),
         () => Effect.promise(() => server.close())
       )
     }
@@ -145,16 +175,26 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         // DNS rebinding is refused before this route: a browser's Origin must be trusted (TRUSTED_ORIGINS, the
         // public address, or this very loopback address), which a rebound name is not.
         if (request.method !== "POST") return methodNotAllowed
+        // A JSON body is read here (any other type is refused before this route, or by the SDK when there is none).
+        const message = isJson(request.headers["content-type"]) ? yield* readMessage(request) : Either.right(undefined)
+        if (Either.isLeft(message)) return message.left
+        const parsedBody = message.right
         const sdk = yield* Effect.promise(loadSdk)
-        const web = yield* HttpServerRequest.toWeb(request)
+        const web =
+          parsedBody === undefined
+            ? yield* HttpServerRequest.toWeb(request)
+            : new Request(Option.getOrElse(HttpServerRequest.toURL(request), () => new URL(settings.publicBaseUrl + MCP_PATH)), {
+                method: request.method,
+                headers: request.headers
+              })
         const runtime = yield* Effect.runtime<never>()
         const server = () => serverFor(sdk, runtime, Option.fromNullable(request.headers["authorization"]))
-        const isLegacy = yield* Effect.promise(() => sdk.isLegacyRequest(web, undefined, { maxRequestBodySize: MAX_BODY_BYTES }))
-        if (isLegacy) return HttpServerResponse.fromWeb(yield* legacy(sdk, server(), web))
+        const isLegacy = yield* Effect.promise(() => sdk.isLegacyRequest(web, parsedBody, { maxRequestBodySize: MAX_BODY_BYTES }))
+        if (isLegacy) return HttpServerResponse.fromWeb(yield* legacy(sdk, server(), web, parsedBody))
         // 2026-07-28: every request carries its protocol version and client in `_meta`. The tool sends nothing before
         // its result, so answers are plain JSON, never a stream.
         const modern = sdk.createMcpHandler(server, { legacy: "reject", maxRequestBodySize: MAX_BODY_BYTES, keepAliveMs: 0 })
-        return HttpServerResponse.fromWeb(yield* Effect.promise(() => modern.fetch(web)))
+        return HttpServerResponse.fromWeb(yield* Effect.promise(() => modern.fetch(web, parsedBody === undefined ? undefined : { parsedBody })))
       })
 
     yield* router.add("*", MCP_PATH, handle)

@@ -1,8 +1,10 @@
 // The fast lane answers challenges and replays with the same bytes as the HttpApi stack, and leaves everything else to it.
+import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { registerExactEvmScheme } from "@x402/evm/exact/client"
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
 import { Context, Effect, Layer, Metric, MetricLabel, Option, TestClock } from "effect"
+import sharp from "sharp"
 import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
@@ -23,6 +25,12 @@ import { x402Env } from "../support/x402.ts"
 
 const photo = await makeImage(320, 240, "jpeg")
 const body = { image_base64: photo.base64, mime_type: photo.mime }
+/** A photo long enough to be lifted out of its body (over 64 KiB of base64): noise does not compress. */
+const noisy = (
+  await sharp(randomBytes(300 * 300 * 3), { raw: { width: 300, height: 300, channels: 3 } })
+    .jpeg({ quality: 90 })
+    .toBuffer()
+).toString("base64")
 
 /** How many answers of this kind the lane gave in this process so far. */
 const laneAnswers = (answer: "challenge" | "replay") =>
@@ -84,12 +92,17 @@ describe("fast lane", () => {
         { body, headers: { "idempotency-key": "short" } },
         { rawBody: "{\"image_base64\":", headers: { "content-type": "application/json", "idempotency-key": "fast-lane-invalid-04" } },
         { body, headers: { "idempotency-key": "fast-lane-invalid-05", authorization: "Bearer nope", "payment-signature": "e30=" } },
-        { body, headers: { "idempotency-key": "fast-lane-invalid-06", origin: "https://elsewhere.example" } }
+        { body, headers: { "idempotency-key": "fast-lane-invalid-06", origin: "https://elsewhere.example" } },
+        // The first image valid, the last (JSON.parse's) not: a repeated key, refused by both.
+        {
+          rawBody: `{"image_base64":"${noisy}","mime_type":"image/jpeg","image_base64":"\\u0000"}`,
+          headers: { "content-type": "application/json", "idempotency-key": "fast-lane-invalid-07" }
+        }
       ]
       for (const request of cases) {
         const fromLane = yield* Effect.promise(() => send(`${lane}/v1/analyze`, request))
         const fromStack = yield* Effect.promise(() => send(`${stack}/v1/analyze`, request))
-        expect([400, 403]).toContain(fromLane.status)
+        expect([400, 403], fromLane.text.slice(0, 200)).toContain(fromLane.status)
         expectSameAnswer(fromLane, fromStack)
       }
       expect(yield* laneAnswers("challenge")).toBe(before)

@@ -7,20 +7,80 @@ import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMe
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { inspectImage } from "../../src/domain/image.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
-import { liftImage, parseBody, wholeText } from "../../src/http/body.ts"
+import { liftImage, parseBody, RepeatedKey, wholeText } from "../../src/http/body.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { decodeDataUrl, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
-import { errorCode, isRecord, send } from "../support/http.ts"
+import { type Answer, errorCode, isRecord, send } from "../support/http.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
 
-/** JSON.parse's answer, or the fact that it threw. */
+/** A parse's answer: its value, the key it refused as repeated, or the fact that it threw. */
 const parsed = (parse: () => unknown) => {
   try {
     return { value: parse() }
-  } catch {
-    return { threw: true }
+  } catch (error) {
+    return error instanceof RepeatedKey ? { repeated: error.key } : { threw: true }
   }
+}
+
+/**
+ * The first key an object of valid JSON `text` repeats, in text order and compared after unescaping, read by a plain
+ * recursive descent: the reference the service's scan is held to.
+ */
+const STRING = /"[^"\\]*(?:\\.[^"\\]*)*"/y
+const firstRepeatedKey = (text: string): string | undefined => {
+  let at = 0
+  let found: string | undefined
+  const space = () => {
+    while (at < text.length && " \t\n\r".includes(text[at]!)) at++
+  }
+  const string = (): string => {
+    STRING.lastIndex = at
+    const [written] = STRING.exec(text)!
+    at += written.length
+    return JSON.parse(written) as string
+  }
+  const value = (): void => {
+    space()
+    if (text[at] === "{") {
+      at++
+      const keys = new Set<string>()
+      space()
+      if (text[at] === "}") return void at++
+      for (;;) {
+        space()
+        const key = string()
+        if (keys.has(key)) found ??= key
+        keys.add(key)
+        space()
+        at++
+        value()
+        space()
+        if (text[at++] === "}") return
+      }
+    }
+    if (text[at] === "[") {
+      at++
+      space()
+      if (text[at] === "]") return void at++
+      for (;;) {
+        value()
+        space()
+        if (text[at++] === "]") return
+      }
+    }
+    if (text[at] === '"') return void string()
+    while (at < text.length && !",]} \t\n\r".includes(text[at]!)) at++
+  }
+  value()
+  return found
+}
+
+/** What the service must answer for `text`: JSON.parse's failure, the repeated key it refuses, or JSON.parse's value. */
+const expected = (text: string) => {
+  const standard = parsed(() => JSON.parse(text))
+  const repeated = "value" in standard ? firstRepeatedKey(text) : undefined
+  return repeated === undefined ? standard : { repeated }
 }
 
 /** A noisy JPEG as a phone makes them (it does not compress to nothing): 400 KB or so at 1200 × 900. */
@@ -37,13 +97,20 @@ const noisyPhoto = async (width: number, height: number, seed: number) => {
 describe("a body's image lifted out of its JSON", () => {
   const image = "QUJD".repeat(20_000)
 
-  it("gives what JSON.parse gives, or fails where it fails (property)", () => {
-    // Pieces that could fool a scanner: keys inside strings, escapes, a NUL escape, other nesting, non-ASCII.
+  it("gives what JSON.parse gives, fails where it fails, and refuses a repeated key wherever it is (property)", () => {
+    // Pieces that could fool a scanner: keys inside strings, escapes (of the key's own characters too), a NUL
+    // escape, repeated keys, other nesting, non-ASCII.
     const piece = fc.constantFrom(
       '"image_base64"',
       '"image_base64":',
       '"image_base64":"',
       '{"image_base64":"',
+      '"image\\u005fbase64":',
+      '"\\u0069mage_base64":"\\u0000",',
+      '"image_base64":"\\u0000",',
+      '"a":1,',
+      '"\\u0061":',
+      '"a\\"":',
       '{"x":',
       `"${image}"`,
       image,
@@ -74,11 +141,61 @@ describe("a body's image lifted out of its JSON", () => {
         if (lifted !== undefined && /[\n\t]/.test(lifted.image)) {
           expect(Either.getLeft(inspectImage(lifted.image, "image/jpeg"))).toEqual(Option.some(expect.objectContaining({ reason: "invalid_base64" })))
         } else {
-          expect(parsed(() => parseBody(body))).toEqual(parsed(() => JSON.parse(text)))
+          expect(parsed(() => parseBody(body))).toEqual(expected(text))
         }
       }),
-      { numRuns: 3000 }
+      { numRuns: 5000 }
     )
+  })
+
+  it("refuses valid JSON that repeats a key, at any depth and however the key is escaped, lifted or not (property)", () => {
+    // Keys as they are written: some the same name escaped another way.
+    const key = fc.constantFrom('"image_base64"', '"image\\u005fbase64"', '"\\u0069mage_base64"', '"mime_type"', '"a"', '"\\u0061"', '"a\\""')
+    const space = fc.constantFrom("", " ", "\n  ")
+    const { value } = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: "small", withCrossShrink: true },
+        fc.constantFrom(`"${image}"`, '"\\u0000"', "1", '"QUJD"', "null"),
+        fc.array(tie("value"), { maxLength: 3 }).map((items) => `[${items.join(",")}]`),
+        fc
+          .array(fc.tuple(space, key, space, tie("value")), { maxLength: 4 })
+          .map((members) => `{${members.map(([before, name, after, item]) => `${before}${name}${after}:${item}`).join(",")}}`)
+      )
+    }))
+    // A top-level object that holds the long image first, as a lifted body does.
+    const body = fc
+      .tuple(fc.array(fc.tuple(key, value), { maxLength: 4 }), fc.boolean())
+      .map(([members, imageFirst]) => {
+        const rest = members.map(([name, item]) => `${name}:${item}`)
+        const all = imageFirst ? [`"image_base64":"${image}"`, ...rest] : [...rest, `"image_base64":"${image}"`]
+        return `{${all.join(",")}}`
+      })
+    let refused = 0
+    fc.assert(
+      fc.property(body, (text) => {
+        const outcome = expected(text)
+        if ("repeated" in outcome) refused++
+        expect(parsed(() => parseBody(Buffer.from(text)))).toEqual(outcome)
+      }),
+      { numRuns: 1000 }
+    )
+    // The property saw both kinds of body.
+    expect(refused).toBeGreaterThan(100)
+    expect(refused).toBeLessThan(900)
+  }, 120_000)
+
+  it("a body that repeats image_base64 is refused, not read as its first image: the smuggling case itself", () => {
+    for (const text of [
+      `{"image_base64":"${image}","mime_type":"image/jpeg","image_base64":"\\u0000"}`,
+      `{"image_base64":"${image}","mime_type":"image/jpeg","image\\u005fbase64":"\\u0000"}`,
+      `{"image_base64":"${image}","image_base64":"second"}`,
+      `{"image_base64":"${image}","mime_type":"image/jpeg","language":"en","language":"lt"}`,
+      `{"image_base64":"${image}","x":{"a":1,"\\u0061":2}}`
+    ]) {
+      const outcome = expected(text)
+      expect("repeated" in outcome, text.slice(-60)).toBe(true)
+      expect(parsed(() => parseBody(Buffer.from(text))), text.slice(-60)).toEqual(outcome)
+    }
   })
 
   it("lifts the top-level image only, and keeps JSON.parse's answer for everything around it", () => {
@@ -87,7 +204,6 @@ describe("a body's image lifted out of its JSON", () => {
       `{\n  "mime_type" : "image/jpeg",\n  "language": "lt",\n  "image_base64" :\n  "${image}"\n}`,
       `{"x":{"image_base64":"${image}"}}`,
       `{"x":{"image_base64":"${image}"},"image_base64":"\\u0000"}`,
-      `{"image_base64":"${image}","image_base64":"second"}`,
       `{"note":"ąčę","image_base64":"${image}"}`,
       `[{"image_base64":"${image}"}]`
     ]
@@ -159,4 +275,72 @@ describe("a body's image lifted out of its JSON", () => {
       const ledger = Context.get(funding, FundingMemoryLedger)
       expect(yield* ledger.balances).toEqual({ alice: 2 })
     }))
+
+  it.scoped("a body that repeats a key is refused on REST (stack and fast lane) and MCP, naming the key; nothing is charged", () =>
+    Effect.gen(function* () {
+      const fake = yield* startFakeOpenAI()
+      fake.setFallback(Reply.answer(chickenRice))
+      const funding = yield* Layer.build(FundingMemory({ alice: 3 }))
+      const { url } = yield* startServer({
+        env: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url },
+        dependencies: Layer.mergeAll(
+          VisionModelLive,
+          Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone }),
+          Layer.succeedContext(funding),
+          LimitsUnlimited
+        )
+      })
+      const base64 = (yield* Effect.promise(() => noisyPhoto(1200, 900, 9))).toString("base64")
+      const post = (path: string, rawBody: string, key: string) =>
+        Effect.promise(() =>
+          send(`${url}${path}`, {
+            rawBody,
+            headers: {
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+              "idempotency-key": key,
+              authorization: "Bearer memory_alice"
+            }
+          })
+        )
+      const expectRefused = (answer: Answer, key: string) => {
+        expect(answer.status, answer.text.slice(0, 300)).toBe(400)
+        expect(errorCode(answer)).toBe("invalid_request")
+        expect(answer.text).toContain(`repeats the key \\"${key}\\"`)
+      }
+
+      // JSON.parse, and a proxy in front, read the last image; the service must not analyse the first.
+      for (const [index, body] of [
+        `{"image_base64":"${base64}","mime_type":"image/jpeg","image_base64":"\\u0000"}`,
+        `{"image_base64":"${base64}","mime_type":"image/jpeg","image\\u005fbase64":"\\u0000"}`,
+        `{"image_base64":"\\u0000","mime_type":"image/jpeg","image_base64":"${base64}"}`
+      ].entries()) {
+        expectRefused(yield* post("/v1/analyze", body, `repeated-key-rest-000${index}`), "image_base64")
+      }
+      expectRefused(yield* post("/v1/analyze", `{"image_base64":"${base64}","mime_type":"image/jpeg","language":"en","language":"lt"}`, "repeated-key-rest-0009"), "language")
+
+      // A result kept for a key makes the fast lane read the body: a repeated key is refused there too, not replayed.
+      const paid = yield* post("/v1/analyze", JSON.stringify({ image_base64: base64, mime_type: "image/jpeg" }), "repeated-key-rest-0100")
+      expect(paid.status, paid.text.slice(0, 300)).toBe(200)
+      expectRefused(yield* post("/v1/analyze", `{"image_base64":"${base64}","mime_type":"image/jpeg","image_base64":"\\u0000"}`, "repeated-key-rest-0100"), "image_base64")
+
+      // MCP: the tool's arguments, and the JSON-RPC message around them.
+      const call = (args: string, envelope = "") =>
+        `{"jsonrpc":"2.0","id":1,${envelope}"method":"tools/call","params":{"name":"analyze_food","arguments":${args}}}`
+      for (const [body, key] of [
+        [call(`{"idempotency_key":"repeated-key-mcp-0001","image_base64":"!","mime_type":"image/jpeg","image_base64":"${base64}"}`), "image_base64"],
+        [call(`{"idempotency_key":"repeated-key-mcp-0002","image_base64":"${base64}","mime_type":"image/jpeg","image_base64":"\\u0000"}`), "image_base64"],
+        [call(`{"idempotency_key":"repeated-key-mcp-0003","image_base64":"${base64}","mime_type":"image/jpeg"}`, '"method":"tools/list",'), "method"]
+      ] as const) {
+        const answer = yield* post("/mcp", body, "unused-by-mcp-00001")
+        expect(answer.status, answer.text.slice(0, 300)).toBe(400)
+        expect(answer.body).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } })
+        expect(answer.text).toContain(`repeats the key \\"${key}\\"`)
+      }
+
+      expect(fake.requests).toHaveLength(1)
+      const ledger = Context.get(funding, FundingMemoryLedger)
+      expect(yield* ledger.balances).toEqual({ alice: 2 })
+      expect(yield* ledger.reserved).toBe(0)
+    }), 120_000)
 })
