@@ -373,7 +373,7 @@ export const VisionModelLive: Layer.Layer<VisionModel, never, AppConfig> = Layer
               Effect.catchTag("TransientFailure", (e) => Effect.fail(new VisionFailure({ reason: "provider_error", message: e.message })))
             )
             const seconds = Math.max(0, ((yield* Clock.currentTimeMillis) - started) / 1000)
-            const call = modelCallOf(tokensOf(completion.usage), seconds, output, callSettings.prices)
+            const call = modelCallOf(tokensOf(completion.usage), seconds, output, callSettings.prices, [...traits.refused])
             yield* recordMetrics(call)
             if (input.onCall !== undefined) yield* input.onCall(call)
             return yield* readCompletion(completion)

@@ -24,6 +24,8 @@ export interface ModelCall {
   readonly output: OutputMode
   /** USD at the price settings; absent without prices or without the token counts a cost needs. */
   readonly costUsd?: number
+  /** Optional parameters the server refused, no longer sent (`reasoning_effort`, `max_completion_tokens`, `detail`). */
+  readonly dropped?: ReadonlyArray<string>
 }
 
 const count0 = (n: unknown): number | undefined => (typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined)
@@ -48,9 +50,15 @@ export const costOf = (tokens: TokenUsage, prices: ModelPrices): number | undefi
   return Math.round(usd * 1e10) / 1e10
 }
 
-export const modelCallOf = (tokens: TokenUsage, seconds: number, output: OutputMode, prices: Option.Option<ModelPrices>): ModelCall => {
+export const modelCallOf = (
+  tokens: TokenUsage,
+  seconds: number,
+  output: OutputMode,
+  prices: Option.Option<ModelPrices>,
+  dropped: ReadonlyArray<string> = []
+): ModelCall => {
   const costUsd = Option.match(prices, { onNone: () => undefined, onSome: (p) => costOf(tokens, p) })
-  return { tokens, seconds, output, ...(costUsd === undefined ? {} : { costUsd }) }
+  return { tokens, seconds, output, ...(costUsd === undefined ? {} : { costUsd }), ...(dropped.length === 0 ? {} : { dropped }) }
 }
 
 /** A call's figures as log annotations: `model_prompt_tokens`, …, `model_cost_usd` (absent ones left out). */
