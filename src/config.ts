@@ -2,6 +2,7 @@
 import { isIP } from "node:net"
 import { Config, ConfigError, ConfigProvider, Context, Effect, Either, Layer, Option, Redacted } from "effect"
 import { type FileSettings, fileSettings } from "./mcp/files/settings.ts"
+import { type ModelCallSettings, modelCallSettings } from "./model/settings.ts"
 
 export interface Limits {
   readonly globalPerDay: number
@@ -36,6 +37,8 @@ export interface Settings {
     readonly apiKey: Option.Option<Redacted.Redacted>
     readonly baseUrl: Option.Option<string>
     readonly model: string
+    /** Reasoning effort, image detail, output cap and prices of the model call (src/model/settings.ts). */
+    readonly call: ModelCallSettings
   }
   readonly analysisTimeoutMs: number
   readonly fdcApiKey: Option.Option<Redacted.Redacted>
@@ -275,7 +278,8 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     openai: {
       apiKey: yield* Config.option(Config.redacted("OPENAI_API_KEY")),
       baseUrl: yield* Config.option(httpUrl("OPENAI_BASE_URL")),
-      model: yield* Config.string("VISION_MODEL").pipe(Config.withDefault(DEFAULT_VISION_MODEL))
+      model: yield* Config.string("VISION_MODEL").pipe(Config.withDefault(DEFAULT_VISION_MODEL)),
+      call: yield* modelCallSettings
     },
     analysisTimeoutMs: yield* positiveInt("ANALYSIS_TIMEOUT_MS", 45_000),
     fdcApiKey: yield* Config.option(Config.redacted("FDC_API_KEY")),

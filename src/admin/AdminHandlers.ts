@@ -5,6 +5,7 @@ import { PACK_CREDITS } from "../credits/Ledger.ts"
 import { rowsOf } from "../db/rows.ts"
 import { KeyFingerprint, PayerId, RequestId } from "../domain/ids.ts"
 import { FundingKind } from "../domain/payer.ts"
+import { ANALYSIS_PRICE_USD, roundUsd } from "../model/usage.ts"
 import { X402Reconciler } from "../x402/Reconciler.ts"
 import { AdminFailure, AdminRpcs, type Counters, FINGERPRINT_PREFIX_LENGTH, type PausedKey, type PendingSettlement, type RequestSummary } from "./AdminRpc.ts"
 
@@ -52,9 +53,36 @@ const requestSummaries = rowsOf(
     failure_code: Schema.NullOr(Schema.String),
     result_stored: Schema.Boolean,
     payment_state: Schema.NullOr(Schema.String),
-    tx_hash: Schema.NullOr(Schema.String)
+    tx_hash: Schema.NullOr(Schema.String),
+    prompt_tokens: Schema.NullOr(Schema.Number),
+    completion_tokens: Schema.NullOr(Schema.Number),
+    reasoning_tokens: Schema.NullOr(Schema.Number),
+    cached_tokens: Schema.NullOr(Schema.Number),
+    model_seconds: Schema.NullOr(Schema.Number),
+    model_output: Schema.NullOr(Schema.String),
+    cost_usd: Schema.NullOr(Schema.Number)
   })
 )
+/** Sums and counts cast to float8 arrive as numbers; a sum over no value is NULL. */
+const modelCounts = rowsOf(
+  Schema.Struct({
+    calls_day: Schema.Number,
+    prompt_day: Schema.NullOr(Schema.Number),
+    completion_day: Schema.NullOr(Schema.Number),
+    reasoning_day: Schema.NullOr(Schema.Number),
+    cached_day: Schema.NullOr(Schema.Number),
+    priced_day: Schema.Number,
+    cost_day: Schema.NullOr(Schema.Number),
+    paid_priced_day: Schema.Number,
+    priced_all: Schema.Number,
+    cost_all: Schema.NullOr(Schema.Number),
+    paid_priced_all: Schema.Number
+  })
+)
+
+/** The counts that are there: `{ prompt: 812 }`, never a zero for a count no provider reported. */
+const tokensOf = (counts: Record<"prompt" | "completion" | "reasoning" | "cached", number | null>) =>
+  Object.fromEntries(Object.entries(counts).filter((entry): entry is [string, number] => entry[1] !== null))
 /** count(*) is int8: it arrives as a string. */
 const statusCounts = rowsOf(Schema.Struct({ status: Schema.String, n: Schema.NumberFromString }))
 const creditCounts = rowsOf(
@@ -162,8 +190,10 @@ export const AdminHandlersLive = AdminRpcs.toLayer(
       Effect.gen(function* () {
         const rows = yield* requestSummaries(sql`
           SELECT r.request_id, r.status, r.funding, r.payer, r.created_at, r.completed_at, r.failure_code,
-            (r.result IS NOT NULL) AS result_stored, p.state AS payment_state, p.tx_hash
-          FROM analysis_requests r LEFT JOIN x402_payments p USING (request_id)
+            (r.result IS NOT NULL) AS result_stored, p.state AS payment_state, p.tx_hash,
+            m.prompt_tokens, m.completion_tokens, m.reasoning_tokens, m.cached_tokens, m.seconds AS model_seconds,
+            m.output AS model_output, m.cost_usd
+          FROM analysis_requests r LEFT JOIN x402_payments p USING (request_id) LEFT JOIN model_calls m USING (request_id)
           WHERE r.request_id = ${requestId}`)
         const r = rows[0]
         if (r === undefined) return yield* new AdminFailure({ code: "not_found", message: "no analysis request has this request_id" })
@@ -176,7 +206,17 @@ export const AdminHandlersLive = AdminRpcs.toLayer(
           completed_at: r.completed_at === null ? null : utc(r.completed_at),
           failure_code: r.failure_code,
           result_stored: r.result_stored,
-          payment: r.payment_state === null ? null : { state: r.payment_state, tx_hash: r.tx_hash }
+          payment: r.payment_state === null ? null : { state: r.payment_state, tx_hash: r.tx_hash },
+          ...(r.model_seconds === null || r.model_output === null
+            ? {}
+            : {
+                model_call: {
+                  tokens: tokensOf({ prompt: r.prompt_tokens, completion: r.completion_tokens, reasoning: r.reasoning_tokens, cached: r.cached_tokens }),
+                  seconds: r.model_seconds,
+                  output: r.model_output,
+                  ...(r.cost_usd === null ? {} : { cost_usd: r.cost_usd })
+                }
+              })
         } satisfies RequestSummary
       })
 
@@ -195,6 +235,21 @@ export const AdminHandlersLive = AdminRpcs.toLayer(
       const settled = yield* settledCounts(sql`
         SELECT count(*) FILTER (WHERE updated_at > ${since}) AS day, count(*) AS total
         FROM x402_payments WHERE state = 'settled'`)
+      const model = yield* modelCounts(sql`
+        SELECT
+          (count(*) FILTER (WHERE m.created_at > ${since}))::float8 AS calls_day,
+          (sum(m.prompt_tokens) FILTER (WHERE m.created_at > ${since}))::float8 AS prompt_day,
+          (sum(m.completion_tokens) FILTER (WHERE m.created_at > ${since}))::float8 AS completion_day,
+          (sum(m.reasoning_tokens) FILTER (WHERE m.created_at > ${since}))::float8 AS reasoning_day,
+          (sum(m.cached_tokens) FILTER (WHERE m.created_at > ${since}))::float8 AS cached_day,
+          (count(m.cost_usd) FILTER (WHERE m.created_at > ${since}))::float8 AS priced_day,
+          sum(m.cost_usd) FILTER (WHERE m.created_at > ${since}) AS cost_day,
+          (count(*) FILTER (WHERE m.created_at > ${since} AND m.cost_usd IS NOT NULL AND r.status = 'paid'))::float8 AS paid_priced_day,
+          count(m.cost_usd)::float8 AS priced_all,
+          sum(m.cost_usd) AS cost_all,
+          (count(*) FILTER (WHERE m.cost_usd IS NOT NULL AND r.status = 'paid'))::float8 AS paid_priced_all
+        FROM model_calls m JOIN analysis_requests r USING (request_id)`)
+      const m = model[0]
       const statusCount = (status: string) => count(byStatus.find((row) => row.status === status)?.n)
       return {
         since: utc(since),
@@ -210,7 +265,28 @@ export const AdminHandlersLive = AdminRpcs.toLayer(
           granted_total: count(credits[0]?.granted_all) * PACK_CREDITS,
           consumed_total: count(credits[0]?.consumed_all)
         },
-        x402: { settled_last_24h: count(settled[0]?.day), settled_total: count(settled[0]?.total) }
+        x402: { settled_last_24h: count(settled[0]?.day), settled_total: count(settled[0]?.total) },
+        model: {
+          calls_last_24h: count(m?.calls_day),
+          tokens_last_24h: tokensOf({
+            prompt: m?.prompt_day ?? null,
+            completion: m?.completion_day ?? null,
+            reasoning: m?.reasoning_day ?? null,
+            cached: m?.cached_day ?? null
+          }),
+          priced_calls_last_24h: count(m?.priced_day),
+          // Without prices there is no cost, and so no margin: never a guess.
+          ...(m === undefined || m.priced_day === 0 || m.cost_day === null
+            ? {}
+            : {
+                cost_usd_last_24h: roundUsd(m.cost_day),
+                revenue_usd_last_24h: roundUsd(m.paid_priced_day * ANALYSIS_PRICE_USD),
+                margin_usd_last_24h: roundUsd(m.paid_priced_day * ANALYSIS_PRICE_USD - m.cost_day)
+              }),
+          ...(m === undefined || m.priced_all === 0 || m.cost_all === null
+            ? {}
+            : { cost_usd_total: roundUsd(m.cost_all), margin_usd_total: roundUsd(m.paid_priced_all * ANALYSIS_PRICE_USD - m.cost_all) })
+        }
       } satisfies Counters
     })
 

@@ -55,6 +55,23 @@ export const ReconcileResult = Schema.Struct({
   still_pending: Schema.Number
 })
 
+/** Token counts as the provider reported them; a count it did not report is absent. */
+export const ModelTokens = Schema.Struct({
+  prompt: Schema.optional(Schema.Number),
+  completion: Schema.optional(Schema.Number),
+  reasoning: Schema.optional(Schema.Number),
+  cached: Schema.optional(Schema.Number)
+})
+
+/** What the request's vision model call used; `cost_usd` only when prices were set at the time. */
+export const ModelCallSummary = Schema.Struct({
+  tokens: ModelTokens,
+  seconds: Schema.Number,
+  /** `json_schema` (strict structured output), `json_object` (JSON mode) or `text`. */
+  output: Schema.String,
+  cost_usd: Schema.optional(Schema.Number)
+})
+
 export const RequestSummary = Schema.Struct({
   request_id: Schema.String,
   status: Schema.Literal("running", "paid", "failed", "payment_pending"),
@@ -65,7 +82,9 @@ export const RequestSummary = Schema.Struct({
   completed_at: Schema.NullOr(Schema.DateTimeUtc),
   failure_code: Schema.NullOr(Schema.String),
   result_stored: Schema.Boolean,
-  payment: Schema.NullOr(Schema.Struct({ state: Schema.String, tx_hash: Schema.NullOr(Schema.String) }))
+  payment: Schema.NullOr(Schema.Struct({ state: Schema.String, tx_hash: Schema.NullOr(Schema.String) })),
+  /** Absent when no model answer came back (refused before the model, or the provider failed). */
+  model_call: Schema.optional(ModelCallSummary)
 })
 export type RequestSummary = typeof RequestSummary.Type
 
@@ -84,7 +103,22 @@ export const Counters = Schema.Struct({
     granted_total: Schema.Number,
     consumed_total: Schema.Number
   }),
-  x402: Schema.Struct({ settled_last_24h: Schema.Number, settled_total: Schema.Number })
+  x402: Schema.Struct({ settled_last_24h: Schema.Number, settled_total: Schema.Number }),
+  /** The vision model's usage and, with MODEL_PRICE_* set, its cost against the price of the analyses it served. */
+  model: Schema.optional(
+    Schema.Struct({
+      calls_last_24h: Schema.Number,
+      tokens_last_24h: ModelTokens,
+      /** Calls with a cost (prices were set); the margin counts only these. */
+      priced_calls_last_24h: Schema.Number,
+      cost_usd_last_24h: Schema.optional(Schema.Number),
+      /** 0.01 USD for each priced call whose analysis was paid. */
+      revenue_usd_last_24h: Schema.optional(Schema.Number),
+      margin_usd_last_24h: Schema.optional(Schema.Number),
+      cost_usd_total: Schema.optional(Schema.Number),
+      margin_usd_total: Schema.optional(Schema.Number)
+    })
+  )
 })
 export type Counters = typeof Counters.Type
 

@@ -1,7 +1,7 @@
 /** One analysis request from any transport (REST, MCP): validation, funding, idempotency, limits, the analysis and payment, in that order. */
 import { createHash } from "node:crypto"
 import { SqlError } from "@effect/sql"
-import { Clock, Context, Duration, Effect, Either, Exit, Fiber, Layer, Metric, Option, Schedule, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Either, Exit, Fiber, Layer, Metric, Option, Ref, Schedule, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
 import {
@@ -22,6 +22,7 @@ import { inspectImage } from "../domain/image.ts"
 import { AnalysisResult, type AnalyzeRequest } from "../domain/schemas.ts"
 import { attemptLeaseMs } from "../limits/lease.ts"
 import { type Admission, admissionOf, claimCheck, Limits } from "../limits/Limits.ts"
+import { logFieldsOf, type ModelCall } from "../model/usage.ts"
 import { analyses, analysisDuration, count, outcomeOf } from "../observability/metrics.ts"
 import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
 import { type Credential, Funding, type FundingMethod, type Save, type Settled } from "./Funding.ts"
@@ -38,8 +39,14 @@ export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest): In
 
 const validateResult = Schema.validate(AnalysisResult)
 
-/** Counts a started analysis by outcome (`success` or its error code), times it and logs one line about it. */
-const observed = <A, E extends { readonly error: { readonly code: string } }, R>(effect: Effect.Effect<A, E, R>) =>
+/**
+ * Counts a started analysis by outcome (`success` or its error code), times it and logs one line about it, with what
+ * its model call used (tokens, time, and cost when prices are set).
+ */
+const observed = <A, E extends { readonly error: { readonly code: string } }, R>(
+  effect: Effect.Effect<A, E, R>,
+  modelCall: Ref.Ref<ModelCall | undefined>
+) =>
   Effect.flatMap(Effect.timed(Effect.exit(effect)), ([elapsed, exit]) => {
     const outcome = outcomeOf(exit, "success")
     const seconds = Duration.toSeconds(elapsed)
@@ -47,7 +54,9 @@ const observed = <A, E extends { readonly error: { readonly code: string } }, R>
       Effect.all([
         Metric.update(analysisDuration, seconds),
         count(analyses, { outcome }),
-        Effect.logInfo("analysis finished").pipe(Effect.annotateLogs({ outcome, seconds }))
+        Effect.flatMap(Ref.get(modelCall), (call) =>
+          Effect.logInfo("analysis finished").pipe(Effect.annotateLogs({ outcome, seconds, ...(call === undefined ? {} : logFieldsOf(call)) }))
+        )
       ]),
       exit
     )
@@ -129,9 +138,25 @@ export const AnalyzeRequestsLive = Layer.effect(
     })
 
     /** The analysis itself runs on its own fiber: a caller who hangs up does not cancel it, the deadline still does. */
-    const analyse = (requestId: RequestId, image: Uint8Array, payload: AnalyzeRequest) =>
+    /** What the model call used is kept with the request; losing it to a storage fault costs no customer an answer. */
+    const keepModelCall = (requestId: RequestId, modelCall: Ref.Ref<ModelCall | undefined>) => (call: ModelCall) =>
+      Effect.zipRight(
+        Ref.set(modelCall, call),
+        store.recordModelCall(requestId, call).pipe(
+          Effect.catchAll((error) => Effect.logWarning("could not keep the model call's usage", error))
+        )
+      )
+
+    const analyse = (requestId: RequestId, image: Uint8Array, payload: AnalyzeRequest, modelCall: Ref.Ref<ModelCall | undefined>) =>
       analyzer
-        .run({ requestId, image, mime: payload.mime_type, language: payload.language, knownTotalGrams: payload.known_total_grams })
+        .run({
+          requestId,
+          image,
+          mime: payload.mime_type,
+          language: payload.language,
+          knownTotalGrams: payload.known_total_grams,
+          onModelCall: keepModelCall(requestId, modelCall)
+        })
         .pipe(
           Effect.flatMap((result) =>
             validateResult(result).pipe(
@@ -173,7 +198,8 @@ export const AnalyzeRequestsLive = Layer.effect(
       admitted: Effect.Effect<Admission, TooManyRequests | ServiceUnavailable>,
       image: Uint8Array,
       payload: AnalyzeRequest,
-      input: InputFingerprint
+      input: InputFingerprint,
+      modelCall: Ref.Ref<ModelCall | undefined>
     ) =>
       Effect.gen(function* () {
         // Refused before anything was reserved: the attempt never became one.
@@ -190,7 +216,7 @@ export const AnalyzeRequestsLive = Layer.effect(
             Effect.catchAll(() => closeWhenStorageReturns(requestId))
           )
         return yield* Effect.gen(function* () {
-          const result = yield* analyse(requestId, image, payload).pipe(
+          const result = yield* analyse(requestId, image, payload, modelCall).pipe(
             // A result's slot is freed by the statement that saves it (migration 0010); any other end frees it here.
             Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : admission.release)),
             Effect.catchTag("AnalysisRejected", (rejected) =>
@@ -273,8 +299,9 @@ export const AnalyzeRequestsLive = Layer.effect(
           case "Started": {
             const { reached, requestId } = claim
             const admitted = admissionOf(limits, inClaim, method.payer, requestId, reached)
+            const modelCall = yield* Ref.make<ModelCall | undefined>(undefined)
             // Every line logged while the analysis runs names it and how it is paid.
-            return yield* observed(attempt(method, requestId, admitted, image, payload, input)).pipe(
+            return yield* observed(attempt(method, requestId, admitted, image, payload, input, modelCall), modelCall).pipe(
               Effect.annotateLogs({ request_id: requestId, funding: method.payer.kind })
             )
           }

@@ -6,6 +6,7 @@ import { AnalysisFailed, AnalysisTimeout, NoFoodDetected, ServiceUnavailable } f
 import type { RequestId } from "../domain/ids.ts"
 import type { AnalysisResult, ResultItem } from "../domain/schemas.ts"
 import { FoodDb } from "../foods/FoodDb.ts"
+import type { ModelCall } from "../model/usage.ts"
 import { countsTowardFailureLimit, VisionModel } from "./VisionModel.ts"
 import { allocateGrams, nutritionFor, roundGrams, roundNutrition, sumGrams, sumNutrition } from "./portions.ts"
 
@@ -15,6 +16,8 @@ export interface AnalysisInput {
   readonly mime: ImageMime
   readonly language: "en" | "lt"
   readonly knownTotalGrams: number | undefined
+  /** Told what the model call used, whenever one came back (a usable answer or not). */
+  readonly onModelCall?: ((call: ModelCall) => Effect.Effect<void>) | undefined
 }
 
 /**
@@ -42,7 +45,7 @@ export const AnalyzerLive = Layer.effect(
 
     const estimate = (input: AnalysisInput) =>
       Effect.gen(function* () {
-        const answer = yield* vision.analyze({ image: input.image, mime: input.mime, language: input.language }).pipe(
+        const answer = yield* vision.analyze({ image: input.image, mime: input.mime, language: input.language, onCall: input.onModelCall }).pipe(
           Effect.mapError((failure) =>
             failure.reason === "unavailable"
               ? rejected(

@@ -7,6 +7,7 @@ import { InputFingerprint, type PayerId, RequestId } from "../domain/ids.ts"
 import { FundingKind } from "../domain/payer.ts"
 import { AnalysisResult } from "../domain/schemas.ts"
 import { Ids } from "../ids.ts"
+import type { ModelCall } from "../model/usage.ts"
 
 export const RESULT_RETENTION_MS = 24 * 60 * 60 * 1000
 
@@ -109,6 +110,8 @@ export class RequestStore extends Context.Tag("morsel/RequestStore")<
     readonly abandonEnded: (requestId: RequestId) => Effect.Effect<ReadonlyArray<Abandoned>, SqlError.SqlError>
     /** When the earliest lease of a running attempt ends, if any is running. */
     readonly nextLeaseEnd: Effect.Effect<Option.Option<Date>, SqlError.SqlError>
+    /** Keeps what the attempt's model call used (tokens, time, cost) for the admin lookup and counters. */
+    readonly recordModelCall: (requestId: RequestId, call: ModelCall) => Effect.Effect<void, SqlError.SqlError>
   }
 >() {}
 
@@ -296,7 +299,16 @@ export const RequestStoreLive = Layer.effect(
       nextLeaseEnd: Effect.map(
         leaseEnds(sql`SELECT min(lease_until) AS lease_until FROM analysis_requests WHERE status = 'running'`),
         (rows) => Option.fromNullable(rows[0]?.lease_until)
-      )
+      ),
+      recordModelCall: (requestId, call) =>
+        Effect.flatMap(now, (at) => {
+          const { cached, completion, prompt, reasoning } = call.tokens
+          return sql`
+            INSERT INTO model_calls (request_id, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, seconds, output, cost_usd, created_at)
+            VALUES (${requestId}, ${prompt ?? null}, ${completion ?? null}, ${reasoning ?? null}, ${cached ?? null}, ${call.seconds}, ${call.output},
+              ${call.costUsd ?? null}, ${at})
+            ON CONFLICT (request_id) DO NOTHING`
+        }).pipe(Effect.asVoid)
     })
   })
 )

@@ -2,6 +2,7 @@
 import { Context, Data, type Effect, Schema } from "effect"
 import type { ImageMime } from "../domain/image.ts"
 import type { Nutrition } from "../domain/schemas.ts"
+import type { ModelCall } from "../model/usage.ts"
 
 export interface ModelItem {
   readonly name: string
@@ -21,6 +22,11 @@ export interface VisionInput {
   readonly image: Uint8Array
   readonly mime: ImageMime
   readonly language: "en" | "lt"
+  /**
+   * Told what the call used and how it was asked for, whenever an answer came back, usable or not (its tokens are
+   * paid for all the same). Only a model over the network tells.
+   */
+  readonly onCall?: ((call: ModelCall) => Effect.Effect<void>) | undefined
 }
 
 /** Text the model wrote: surrounding whitespace dropped, then at least one character left. */

@@ -1,8 +1,11 @@
 /** The vision model over any OpenAI-compatible Chat Completions server: downscale, ask for strict JSON, validate, retry transient failures. */
-import { Data, Duration, Effect, Layer, Option, ParseResult, Redacted, Schedule, Schema } from "effect"
+import { Clock, Data, Duration, Effect, Layer, Option, ParseResult, Redacted, Schedule, Schema } from "effect"
 import OpenAI from "openai"
 import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions"
 import { AppConfig } from "../config.ts"
+import { type DroppableParameter, refusedParameter, refusesStructuredOutput, serverWords } from "../model/refusals.ts"
+import type { ModelCallSettings } from "../model/settings.ts"
+import { modelCallOf, type OutputMode, recordMetrics, tokensOf } from "../model/usage.ts"
 import { type ModelAnswer, ModelAnswerSchema, type VisionInput, VisionFailure, VisionModel } from "./VisionModel.ts"
 
 /**
@@ -215,12 +218,116 @@ export const readCompletion = (completion: ChatCompletion): Effect.Effect<ModelA
   )
 }
 
+/** The schema as JSON mode needs it: in the instruction, since the request can no longer carry it. */
+const schemaInstruction = (language: VisionInput["language"]): string =>
+  `${visionInstruction(language)}
+
+The answer is one JSON object, nothing else, that follows this JSON schema:
+${JSON.stringify(ANSWER_JSON_SCHEMA)}`
+
+/** The model was asked for something this server refuses; the request is sent again without it. */
+class Adapted extends Data.TaggedError("Adapted")<{ readonly message: string; readonly announce: boolean }> {}
+
+/**
+ * What this process learned of the server: the structured output it takes and the optional parameters it refused.
+ * Each is learned once, said once in the log, and kept until the process ends.
+ */
+interface ServerTraits {
+  output: OutputMode
+  readonly refused: Set<DroppableParameter>
+}
+
+/** The parameter's setting, for the line that says it was dropped. */
+const SETTING_OF: Record<DroppableParameter, string> = {
+  reasoning_effort: "VISION_REASONING_EFFORT",
+  max_completion_tokens: "VISION_MAX_OUTPUT_TOKENS",
+  detail: "VISION_IMAGE_DETAIL"
+}
+
+/** One request as the server's traits allow it, and the optional parameters it carries. */
+export const requestOf = (
+  model: string,
+  call: ModelCallSettings,
+  traits: { readonly output: OutputMode; readonly refused: ReadonlySet<DroppableParameter> },
+  language: VisionInput["language"],
+  image: { readonly bytes: Uint8Array; readonly mime: string }
+): { readonly params: ChatCompletionCreateParamsNonStreaming; readonly sent: ReadonlyArray<DroppableParameter> } => {
+  const sends = (name: DroppableParameter) => !traits.refused.has(name)
+  const effort = sends("reasoning_effort") ? Option.getOrUndefined(call.reasoningEffort) : undefined
+  const sent: Array<DroppableParameter> = []
+  if (effort !== undefined) sent.push("reasoning_effort")
+  if (sends("max_completion_tokens")) sent.push("max_completion_tokens")
+  if (sends("detail")) sent.push("detail")
+  const url = `data:${image.mime};base64,${Buffer.from(image.bytes).toString("base64")}`
+  const params: ChatCompletionCreateParamsNonStreaming = {
+    model,
+    messages: [
+      {
+        role: "user",
+        content: [
+          { type: "text", text: traits.output === "json_schema" ? visionInstruction(language) : schemaInstruction(language) },
+          { type: "image_url", image_url: sends("detail") ? { url, detail: call.imageDetail } : { url } }
+        ]
+      }
+    ],
+    ...(traits.output === "json_schema"
+      ? { response_format: { type: "json_schema", json_schema: { name: ANSWER_SCHEMA_NAME, strict: true, schema: ANSWER_JSON_SCHEMA } } }
+      : traits.output === "json_object"
+        ? { response_format: { type: "json_object" } }
+        : {}),
+    ...(effort === undefined ? {} : { reasoning_effort: effort }),
+    ...(sends("max_completion_tokens") ? { max_completion_tokens: call.maxOutputTokens } : {})
+  }
+  return { params, sent }
+}
+
+/** The next way to ask after a refusal of `output`: JSON mode, then plain text. */
+const NEXT_OUTPUT: Record<OutputMode, OutputMode | undefined> = { json_schema: "json_object", json_object: "text", text: undefined }
+
+const OUTPUT_WORDS: Record<OutputMode, string> = {
+  json_schema: "strict structured output (json_schema)",
+  json_object: "JSON mode (json_object) with the schema in the instruction",
+  text: "plain text with the schema in the instruction"
+}
+
+/**
+ * Learns from a refusal: the structured output steps down once (json_schema → json_object → none) and a refused
+ * optional parameter is no longer sent. Another request may have learned it first; then it is only sent again.
+ */
+const learn = (
+  traits: ServerTraits,
+  error: unknown,
+  asked: { readonly output: OutputMode; readonly sent: ReadonlyArray<DroppableParameter> }
+): Adapted | undefined => {
+  const parameter = refusedParameter(error, asked.sent)
+  if (parameter !== undefined) {
+    const announce = !traits.refused.has(parameter)
+    traits.refused.add(parameter)
+    return new Adapted({
+      announce,
+      message: `the vision model server refused ${parameter} (${serverWords(error)}); ${SETTING_OF[parameter]} is no longer sent, so the model uses its own default`
+    })
+  }
+  const next = NEXT_OUTPUT[asked.output]
+  if (next === undefined || !refusesStructuredOutput(error)) return undefined
+  const announce = traits.output === asked.output
+  if (announce) traits.output = next
+  return new Adapted({
+    announce,
+    message: `the vision model server refused ${OUTPUT_WORDS[asked.output]} (${serverWords(error)}); asking with ${OUTPUT_WORDS[traits.output]} from now on, answers checked as before`
+  })
+}
+
+/** At most one step per way of asking and per optional parameter. */
+const MAX_ADAPTATIONS = 5
+
 export const VisionModelLive: Layer.Layer<VisionModel, never, AppConfig> = Layer.effect(
   VisionModel,
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const { model } = config.openai
+    const { model, call: callSettings } = config.openai
     const budget = Duration.millis(config.analysisTimeoutMs)
+    const traits: ServerTraits = { output: "json_schema", refused: new Set() }
 
     const client = Option.map(
       config.openai.apiKey,
@@ -234,6 +341,21 @@ export const VisionModelLive: Layer.Layer<VisionModel, never, AppConfig> = Layer
         })
     )
 
+    /** One request as the server's traits now allow; a refusal it can do without is learned and answered by `Adapted`. */
+    const ask = (openai: OpenAI, language: VisionInput["language"], image: { bytes: Uint8Array; mime: string }) =>
+      Effect.suspend(() => {
+        const output = traits.output
+        const { params, sent } = requestOf(model, callSettings, traits, language, image)
+        return Effect.tryPromise({
+          try: (signal) => openai.chat.completions.create(params, { signal }),
+          catch: (error) => learn(traits, error, { output, sent }) ?? classify(error)
+        }).pipe(Effect.map((completion) => ({ completion, output })))
+      }).pipe(
+        Effect.tapErrorTag("Adapted", (e) => (e.announce ? Effect.logWarning(e.message) : Effect.void)),
+        Effect.retry({ while: (e) => e._tag === "Adapted", times: MAX_ADAPTATIONS }),
+        Effect.catchTag("Adapted", (e) => Effect.fail(new VisionFailure({ reason: "provider_error", message: e.message })))
+      )
+
     const analyze = (input: VisionInput): Effect.Effect<ModelAnswer, VisionFailure> =>
       Option.match(client, {
         onNone: () =>
@@ -241,35 +363,19 @@ export const VisionModelLive: Layer.Layer<VisionModel, never, AppConfig> = Layer
         onSome: (openai) =>
           Effect.gen(function* () {
             const image = yield* prepareImage(input)
-            const params: ChatCompletionCreateParamsNonStreaming = {
-              model,
-              messages: [
-                {
-                  role: "user",
-                  content: [
-                    { type: "text", text: visionInstruction(input.language) },
-                    {
-                      type: "image_url",
-                      image_url: { url: `data:${image.mime};base64,${Buffer.from(image.bytes).toString("base64")}` }
-                    }
-                  ]
-                }
-              ],
-              response_format: {
-                type: "json_schema",
-                json_schema: { name: ANSWER_SCHEMA_NAME, strict: true, schema: ANSWER_JSON_SCHEMA }
-              }
-            }
-            const completion = yield* Effect.tryPromise({
-              try: (signal) => openai.chat.completions.create(params, { signal }),
-              catch: classify
-            }).pipe(
+            // Milliseconds of the Clock, not Effect.timed: a jittered backoff leaves the test clock between nanoseconds.
+            const started = yield* Clock.currentTimeMillis
+            const { completion, output } = yield* ask(openai, input.language, image).pipe(
               Effect.tapErrorTag("TransientFailure", (e) =>
                 Effect.logWarning("vision model call failed; retrying a few times").pipe(Effect.annotateLogs("reason", e.message))
               ),
               Effect.retry({ schedule: retrySchedule(budget), while: (e) => e._tag === "TransientFailure" }),
               Effect.catchTag("TransientFailure", (e) => Effect.fail(new VisionFailure({ reason: "provider_error", message: e.message })))
             )
+            const seconds = Math.max(0, ((yield* Clock.currentTimeMillis) - started) / 1000)
+            const call = modelCallOf(tokensOf(completion.usage), seconds, output, callSettings.prices, [...traits.refused])
+            yield* recordMetrics(call)
+            if (input.onCall !== undefined) yield* input.onCall(call)
             return yield* readCompletion(completion)
           }).pipe(Effect.withSpan("VisionModel.analyze", { attributes: { model, language: input.language } }))
       })

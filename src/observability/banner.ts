@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Console, Effect, Option, Redacted } from "effect"
 import type { Settings } from "../config.ts"
 import { countRows } from "../db/rows.ts"
+import { describeModelCall } from "../model/settings.ts"
 
 export interface Part {
   readonly name: string
@@ -25,6 +26,8 @@ export const partsOf = (settings: Settings): ReadonlyArray<Part> => [
   Option.isSome(settings.openai.apiKey)
     ? { name: "vision model", on: true, detail: `${settings.openai.model} at ${hostOf(Option.getOrElse(settings.openai.baseUrl, () => "api.openai.com"))}` }
     : { name: "vision model", on: false, detail: "set OPENAI_API_KEY (until then analyses answer 503 model_unavailable)" },
+  // How the model is called (VISION_* and MODEL_PRICE_* settings), shown whole in both forms of the banner.
+  ...(Option.isSome(settings.openai.apiKey) ? [{ name: "model call", on: true, detail: describeModelCall(settings.openai.call) }] : []),
   Option.isSome(settings.stripe)
     ? { name: "card credits", on: true, detail: `Stripe${settings.testMode ? " test mode" : ""}, webhook at /webhooks/stripe` }
     : { name: "card credits", on: false, detail: "set STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET" },
@@ -92,7 +95,7 @@ export const announce = (settings: Settings, address: string) =>
         address: facts.address,
         database: facts.database,
         food_records: facts.foods,
-        ...Object.fromEntries(facts.parts.map((p) => [p.name.replace(/ /g, "_"), p.on ? "on" : `off: ${p.detail}`]))
+        ...Object.fromEntries(facts.parts.map((p) => [p.name.replace(/ /g, "_"), p.on ? (p.name === "model call" ? p.detail : "on") : `off: ${p.detail}`]))
       })
     )
   })

@@ -18,6 +18,15 @@ export const creditsGranted = counter("morsel_credits_granted_total", "Credits g
 export const creditsConsumed = counter("morsel_credits_consumed_total", "Credits consumed by successful analyses")
 export const x402Settlements = counter("morsel_x402_settlements_total", "x402 payments submitted for settlement, by outcome")
 export const fastLaneAnswers = counter("morsel_fast_lane_answers_total", "Challenges and replays answered before the HttpApi stack, by answer")
+export const modelTokens = counter("morsel_model_tokens_total", "Tokens the vision model provider reported, by kind (prompt, completion, reasoning, cached)")
+export const modelDuration = Metric.histogram(
+  "morsel_model_duration_seconds",
+  MetricBoundaries.fromIterable([0.25, 0.5, 1, 2, 4, 8, 15, 30, 45, 60]),
+  "Time of the vision model call alone (retries included), apart from the rest of the analysis"
+)
+export const modelCost = Metric.counter("morsel_model_cost_usd_total", {
+  description: "Cost of vision model calls in USD at the MODEL_PRICE_* settings (absent without them)"
+})
 export const x402Pending = Metric.gauge("morsel_x402_pending", { description: "x402 payments awaiting confirmation on chain" })
 export const settlerBalance = Metric.gauge("morsel_x402_settler_balance_wei", {
   description: "ETH (in wei) of the self-settlement wallet, which pays the gas of every x402 transfer"

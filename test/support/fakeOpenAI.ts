@@ -1,6 +1,7 @@
 /** A small OpenAI-compatible Chat Completions server on 127.0.0.1 for tests: scripted replies in, recorded requests out. */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http"
 import { Effect, type Scope } from "effect"
+import { imageSize } from "image-size"
 import { closeServer, readBody } from "./http.ts"
 
 /**
@@ -14,6 +15,8 @@ export type FakeReply =
       readonly refusal: string | null
       readonly finishReason: "stop" | "length" | "content_filter"
       readonly delayMs: number
+      /** The `usage` object sent (null: none); undefined: counted as gpt-5-mini would (see `usageFor`). */
+      readonly usage?: unknown
     }
   | { readonly kind: "status"; readonly status: number; readonly body: unknown; readonly delayMs: number }
   /** Never answers; the request ends only when the client aborts (or the server stops). */
@@ -25,19 +28,25 @@ interface DelayOption {
   readonly delayMs?: number
 }
 
+interface UsageOption {
+  /** The `usage` object to send as it is; null sends none. */
+  readonly usage?: unknown
+}
+
 export const Reply = {
   /** A normal completion whose message content is `JSON.stringify(answer)`. */
-  answer: (answer: unknown, options?: DelayOption): FakeReply => Reply.content(JSON.stringify(answer), options),
+  answer: (answer: unknown, options?: DelayOption & UsageOption): FakeReply => Reply.content(JSON.stringify(answer), options),
   /** A completion with this exact message content (e.g. text that is not JSON). */
   content: (
     content: string | null,
-    options?: DelayOption & { readonly finishReason?: "stop" | "length" | "content_filter" }
+    options?: DelayOption & UsageOption & { readonly finishReason?: "stop" | "length" | "content_filter" }
   ): FakeReply => ({
     kind: "completion",
     content,
     refusal: null,
     finishReason: options?.finishReason ?? "stop",
-    delayMs: options?.delayMs ?? 0
+    delayMs: options?.delayMs ?? 0,
+    ...(options !== undefined && "usage" in options ? { usage: options.usage } : {})
   }),
   /** A structured-outputs refusal: `message.refusal` set, `content` null. */
   refusal: (text = "I'm sorry, I can't help with that request.", options?: DelayOption): FakeReply => ({
@@ -66,6 +75,97 @@ export const Reply = {
   hang: (): FakeReply => ({ kind: "hang" }),
   drop: (options?: DelayOption): FakeReply => ({ kind: "drop", delayMs: options?.delayMs ?? 0 })
 } as const
+
+/**
+ * How servers that cannot honour strict structured output answer a request for it, as their projects document or
+ * report it. The fake answers so, without using a scripted reply, whenever `response_format.type` is `json_schema`.
+ * - `openai`: a model without structured outputs, 400 `invalid_request_error` naming `response_format`.
+ * - `vllm`: 400 with vLLM's `BadRequestError` body (vllm-project/vllm#12886, #35438) when its guided-decoding
+ *   backend cannot take the schema.
+ * - `ollama`: 400 with the OpenAI-style body of Ollama's compatibility layer, message from ollama/ollama#8126.
+ * - `llamacpp`: HTTP 500 `server_error` of llama.cpp's server before json_schema support (ggml-org/llama.cpp#9522).
+ */
+export type StructuredOutputRefusal = "openai" | "vllm" | "ollama" | "llamacpp"
+
+const STRUCTURED_OUTPUT_REFUSALS: Record<StructuredOutputRefusal, { readonly status: number; readonly body: unknown }> = {
+  openai: {
+    status: 400,
+    body: {
+      error: {
+        message: "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.",
+        type: "invalid_request_error",
+        param: "response_format",
+        code: null
+      }
+    }
+  },
+  vllm: {
+    status: 400,
+    body: {
+      error: {
+        message: "The provided JSON schema contains features not supported by xgrammar.",
+        type: "BadRequestError",
+        param: null,
+        code: 400
+      }
+    }
+  },
+  ollama: {
+    status: 400,
+    body: { error: { message: 'invalid format: expected "json" or a JSON schema', type: "invalid_request_error", param: null, code: null } }
+  },
+  llamacpp: {
+    status: 500,
+    body: { error: { code: 500, message: 'response_format type must be one of "text" or "json_object", but got: json_schema', type: "server_error" } }
+  }
+}
+
+/** OpenAI's answer to a parameter the model does not take, e.g. `reasoning_effort` sent to a non-reasoning model. */
+const unsupportedParameter = (name: string) => ({
+  error: {
+    message: `Unsupported parameter: '${name}' is not supported with this model.`,
+    type: "invalid_request_error",
+    param: name,
+    code: "unsupported_parameter"
+  }
+})
+
+/** Image tokens by OpenAI's published rule for gpt-5-mini: 32 px patches (at most 1,536) × 1.62. */
+export const imageTokens = (width: number, height: number): number => {
+  let patches = Math.ceil(width / 32) * Math.ceil(height / 32)
+  if (patches > 1536) {
+    const shrink = Math.sqrt((1536 * 32 * 32) / (width * height))
+    patches = Math.min(1536, Math.ceil((width * shrink) / 32) * Math.ceil((height * shrink) / 32))
+  }
+  return Math.ceil(patches * 1.62)
+}
+
+/** Text tokens at about four characters a token, the usual rule of thumb for English. */
+const textTokens = (text: string) => Math.ceil(text.length / 4)
+
+/**
+ * The `usage` gpt-5-mini would report for this request and answer: prompt = instruction text + image tokens by the
+ * published rule, completion = the answer's text (a fake does not reason: 0 reasoning tokens), nothing cached.
+ */
+export const usageFor = (userText: string, imageUrls: ReadonlyArray<string>, content: string | null) => {
+  const images = imageUrls.reduce((sum, url) => {
+    try {
+      const { width, height } = imageSize(decodeDataUrl(url).bytes)
+      return sum + imageTokens(width, height)
+    } catch {
+      return sum
+    }
+  }, 0)
+  const prompt = textTokens(userText) + images
+  const completion = textTokens(content ?? "")
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: 0 }
+  }
+}
 
 /** What the fake saw of one request. */
 export interface RecordedRequest {
@@ -100,6 +200,10 @@ export interface FakeOpenAI {
    * scripted too few replies fails fast instead of retrying.
    */
   readonly setFallback: (reply: FakeReply) => void
+  /** From now on answers every request for `json_schema` output as this kind of server refuses it. */
+  readonly refuseStructuredOutput: (kind: StructuredOutputRefusal) => void
+  /** From now on answers every request carrying this top-level parameter with OpenAI's 400 `unsupported_parameter`. */
+  readonly refuseParameter: (name: string) => void
   /** Holds every reply (after its delay) until `resume`; requests are still recorded as they arrive. */
   readonly pause: () => void
   /** Sends the held replies and stops holding. */
@@ -152,11 +256,11 @@ const sendJson = (res: ServerResponse, status: number, body: unknown) => {
 
 let completionCounter = 0
 
-const completionBody = (reply: Extract<FakeReply, { kind: "completion" }>, model: string | undefined) => ({
+const completionBody = (reply: Extract<FakeReply, { kind: "completion" }>, record: RecordedRequest) => ({
   id: `chatcmpl-fake-${++completionCounter}`,
   object: "chat.completion",
   created: Math.floor(Date.now() / 1000),
-  model: model ?? "fake-model",
+  model: record.model ?? "fake-model",
   choices: [
     {
       index: 0,
@@ -165,7 +269,7 @@ const completionBody = (reply: Extract<FakeReply, { kind: "completion" }>, model
       finish_reason: reply.finishReason
     }
   ],
-  usage: { prompt_tokens: 800, completion_tokens: 120, total_tokens: 920 }
+  ...(reply.usage === null ? {} : { usage: reply.usage ?? usageFor(record.userText, record.imageUrls, reply.content) })
 })
 
 const QUEUE_EMPTY = Reply.status(400, { message: "fake OpenAI: no scripted reply left", code: "fake_queue_empty" })
@@ -181,6 +285,17 @@ export const startFakeOpenAI = (): Effect.Effect<FakeOpenAI, never, Scope.Scope>
     Effect.async<{ fake: FakeOpenAI; stop: () => Promise<void> }>((resume) => {
       const queue: Array<FakeReply> = []
       let fallback = QUEUE_EMPTY
+      let structuredRefusal: StructuredOutputRefusal | undefined
+      const refusedParameters = new Set<string>()
+      /** The server's own refusal of what this request asks, before any scripted reply is used. */
+      const refusalOf = (body: unknown): { status: number; body: unknown } | undefined => {
+        if (!isRecord(body)) return undefined
+        const refused = [...refusedParameters].find((name) => name in body)
+        if (refused !== undefined) return { status: 400, body: unsupportedParameter(refused) }
+        const format = body["response_format"]
+        if (structuredRefusal !== undefined && isRecord(format) && format["type"] === "json_schema") return STRUCTURED_OUTPUT_REFUSALS[structuredRefusal]
+        return undefined
+      }
       const requests: Array<RecordedRequest> = []
       const waiters = new Set<() => void>()
       const timers = new Set<NodeJS.Timeout>()
@@ -202,7 +317,13 @@ export const startFakeOpenAI = (): Effect.Effect<FakeOpenAI, never, Scope.Scope>
         const path = (req.url ?? "/").split("?")[0] ?? "/"
         const isCompletion = req.method === "POST" && path.endsWith("/chat/completions")
         const authorized = /^Bearer \S+/.test(req.headers.authorization ?? "")
-        const reply = isCompletion && authorized ? (queue.shift() ?? fallback) : undefined
+        const refusal = isCompletion && authorized ? refusalOf(body) : undefined
+        const reply =
+          refusal !== undefined
+            ? ({ kind: "status", status: refusal.status, body: refusal.body, delayMs: 0 } satisfies FakeReply)
+            : isCompletion && authorized
+              ? (queue.shift() ?? fallback)
+              : undefined
         const { text, imageUrls } = userParts(body)
         const record = {
           method: req.method ?? "",
@@ -239,7 +360,7 @@ export const startFakeOpenAI = (): Effect.Effect<FakeOpenAI, never, Scope.Scope>
         const answer = () => {
           switch (reply.kind) {
             case "completion":
-              return sendJson(res, 200, completionBody(reply, record.model))
+              return sendJson(res, 200, completionBody(reply, record))
             case "status":
               return sendJson(res, reply.status, reply.body)
             case "drop":
@@ -282,6 +403,12 @@ export const startFakeOpenAI = (): Effect.Effect<FakeOpenAI, never, Scope.Scope>
         },
         setFallback: (reply) => {
           fallback = reply
+        },
+        refuseStructuredOutput: (kind) => {
+          structuredRefusal = kind
+        },
+        refuseParameter: (name) => {
+          refusedParameters.add(name)
         },
         queued: () => queue.length,
         pause: () => {
