@@ -3,13 +3,26 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
+import type { PendingAnalysis as ClientPending } from "../client/index.ts"
 import { CliFailure } from "./client.ts"
 
-/** What the identical retry needs: where it went, its headers (Idempotency-Key, PAYMENT-SIGNATURE, …) and its body. */
+/**
+ * What the identical retry needs: the server, and the client's pending request (body, Idempotency-Key, signed
+ * authorization). Never the credit key: the client's pending request does not hold it.
+ */
 export const PendingAnalysis = Schema.Struct({
-  url: Schema.String,
-  headers: Schema.Record({ key: Schema.String, value: Schema.String }),
-  body: Schema.Unknown
+  baseUrl: Schema.String,
+  pending: Schema.Struct({
+    body: Schema.Struct({
+      image_base64: Schema.String,
+      mime_type: Schema.Literal("image/jpeg", "image/png"),
+      language: Schema.Literal("en", "lt"),
+      known_total_grams: Schema.optional(Schema.Number)
+    }),
+    idempotencyKey: Schema.String,
+    paymentSignature: Schema.optional(Schema.String),
+    scenario: Schema.optional(Schema.String)
+  })
 })
 export type PendingAnalysis = typeof PendingAnalysis.Type
 
@@ -17,17 +30,21 @@ export type PendingAnalysis = typeof PendingAnalysis.Type
 export const stateDir = () =>
   process.env["MORSEL_STATE_DIR"] || join(process.env["XDG_STATE_HOME"] || join(homedir(), ".local", "state"), "morsel")
 
-const ID = /^[A-Za-z0-9_-]{1,128}$/
+// Request ids are UUIDs, accepted in any letter case; nothing else ever names a file.
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-// Request ids are UUIDs, accepted in any letter case.
+/** A request id fit to name a file: a well-formed UUID, in lower case. */
+export const pendingIdOf = (id: string | undefined): string | undefined => (id !== undefined && UUID.test(id) ? id.toLowerCase() : undefined)
+
 const fileOf = (id: string) => join(stateDir(), "pending", `${id.toLowerCase()}.json`)
 
-/** Keeps a pending analysis under its request id; readable by its owner only (it holds a signed payment). */
-export const savePending = (id: string, pending: PendingAnalysis) =>
+/** Keeps a pending analysis under its request id (a UUID the server sent); readable by its owner only (it holds a signed payment). */
+export const savePending = (id: string, baseUrl: string, pending: ClientPending) =>
   Effect.tryPromise({
     try: async () => {
       await mkdir(join(stateDir(), "pending"), { recursive: true, mode: 0o700 })
-      await writeFile(fileOf(id), JSON.stringify(pending), { mode: 0o600 })
+      const kept: PendingAnalysis = { baseUrl, pending }
+      await writeFile(fileOf(id), JSON.stringify(kept), { mode: 0o600 })
     },
     catch: (cause) =>
       new CliFailure({
@@ -43,7 +60,7 @@ export const loadPending = (id: string) =>
       code: "unknown_request",
       message: `no pending analysis ${id} is kept in ${stateDir()}: give the request_id printed with payment_pending`
     })
-    if (!ID.test(id)) return yield* missing
+    if (pendingIdOf(id) === undefined) return yield* missing
     const text = yield* Effect.tryPromise({ try: () => readFile(fileOf(id), "utf8"), catch: () => missing })
     return yield* Schema.decodeUnknown(Schema.parseJson(PendingAnalysis))(text).pipe(Effect.mapError(() => missing))
   })
