@@ -52,6 +52,8 @@ export interface Settings {
     readonly settlerPrivateKey: Option.Option<Redacted.Redacted<`0x${string}`>>
     readonly facilitatorUrl: Option.Option<string>
     readonly confirmTimeoutMs: number
+    /** X402_SETTLER_LOW_BALANCE_WEI: under this, the settler wallet's balance is logged as a warning. */
+    readonly settlerLowBalanceWei: bigint
   }
   readonly trustedOrigins: ReadonlyArray<string>
   /** Who runs this instance and how a cardholder reaches them: shown on the page, next to a paused key, on checkout return pages. */
@@ -93,6 +95,9 @@ const httpUrl = (name: string) =>
       }
     })
   )
+
+/** 0.001 ETH: a few hundred settlements at Base's usual fees (docs/x402.md). */
+const DEFAULT_SETTLER_LOW_BALANCE_WEI = 1_000_000_000_000_000n
 
 const positiveInt = (name: string, fallback: number) =>
   Config.integer(name).pipe(
@@ -290,7 +295,12 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
         )
       ),
       facilitatorUrl: yield* Config.option(httpUrl("X402_FACILITATOR_URL")),
-      confirmTimeoutMs: yield* positiveInt("X402_CONFIRM_TIMEOUT_MS", 20_000)
+      confirmTimeoutMs: yield* positiveInt("X402_CONFIRM_TIMEOUT_MS", 20_000),
+      settlerLowBalanceWei: yield* Config.string("X402_SETTLER_LOW_BALANCE_WEI").pipe(
+        Config.validate({ message: "X402_SETTLER_LOW_BALANCE_WEI must be a whole number of wei", validation: (v) => /^\d{1,30}$/.test(v) }),
+        Config.map(BigInt),
+        Config.withDefault(DEFAULT_SETTLER_LOW_BALANCE_WEI)
+      )
     },
     trustedOrigins: yield* origins,
     operator: yield* operator,

@@ -33,22 +33,31 @@ const funding = (options: { readonly key: Option.Option<Redacted.Redacted>; read
   })
 
 /** The analysis, or on payment_pending the request kept for `--resume` and one line saying how. */
-const finish = (client: MorselClient, run: () => Promise<AnalysisResult>) =>
+const finish = (client: MorselClient, run: () => Promise<AnalysisResult>, withCreditKey: boolean) =>
   Effect.tryPromise({ try: run, catch: (error) => error }).pipe(
     withProgress("analysing the photo…"),
     Effect.catchAll((error) => {
       const failure = cliFailureOf(client.baseUrl, error)
       const kept = error instanceof MorselError && error.code === "payment_pending" ? error.pending : undefined
-      // Only a well-formed UUID the server sent names the kept file.
-      const id = error instanceof MorselError ? pendingIdOf(error.requestId) : undefined
-      if (kept === undefined || id === undefined) return Effect.fail(failure)
+      if (kept === undefined || !(error instanceof MorselError)) return Effect.fail(failure)
+      // Only a well-formed UUID the server sent names the kept file: nothing is kept, wherever the answer points.
+      const id = pendingIdOf(error.requestId)
+      if (id === undefined) {
+        const shown = error.requestId === undefined ? "none" : JSON.stringify(error.requestId.slice(0, 60))
+        return Effect.fail(
+          new CliFailure({
+            ...failure,
+            message: `HTTP 503 payment_pending: the answer carries no well-formed request_id (${shown}), so nothing was kept to resume; quote Idempotency-Key ${kept.idempotencyKey} to the server's support`
+          })
+        )
+      }
       return Effect.zipRight(
         // The identical retry: same body and Idempotency-Key, and the signed authorization the server holds.
-        savePending(id, client.baseUrl, kept),
+        savePending(id, client.baseUrl, kept, withCreditKey),
         Effect.fail(
           new CliFailure({
             ...failure,
-            message: `HTTP 503 payment_pending: the result is saved and the payment is being confirmed; in a minute, without paying twice: morsel analyze --resume ${id}`
+            message: `HTTP 503 payment_pending: the result is saved and the payment is being confirmed; in a minute, without paying twice: morsel analyze --resume ${id}${withCreditKey ? " --key <key>" : ""}`
           })
         )
       )
@@ -90,9 +99,17 @@ export const analyze = Command.make(
       if (Option.isSome(options.resume)) {
         if (Option.isSome(options.photo)) return yield* new CliFailure({ code: "usage", message: "give either a photo or --resume <request_id>, not both" })
         const kept = yield* loadPending(options.resume.value)
-        // No wallet and no key: the signed authorization is in the kept request.
-        const client = yield* clientOf(Option.some(kept.baseUrl), { paymentPendingRetries: 0 })
-        result = yield* finish(client, () => client.resume(kept.pending))
+        // A wallet's signed authorization is in the kept request; a credit key is not kept on disk: it is given again.
+        const key = keyOf(options.key)
+        if (kept.withCreditKey && Option.isNone(key)) {
+          return yield* new CliFailure({
+            code: "usage",
+            message: `analysis ${options.resume.value.toLowerCase()} is paid with credits: give its key again with --key or MORSEL_API_KEY`
+          })
+        }
+        const apiKey = kept.withCreditKey ? Option.map(key, (k) => ({ apiKey: Redacted.value(k) })).pipe(Option.getOrElse(() => ({}))) : {}
+        const client = yield* clientOf(Option.some(kept.baseUrl), { ...apiKey, paymentPendingRetries: 0 })
+        result = yield* finish(client, () => client.resume(kept.pending), kept.withCreditKey)
         yield* forgetPending(options.resume.value)
       } else {
         if (Option.isNone(options.photo)) {
@@ -104,13 +121,12 @@ export const analyze = Command.make(
         const client = yield* clientOf(options.baseUrl, { ...paid, paymentPendingRetries: 0, ...Option.match(options.scenario, { onNone: () => ({}), onSome: (scenario) => ({ scenario }) }) })
         const photo = yield* Effect.tryPromise({ try: () => client.preparePhoto(photoPath), catch: (error) => cliFailureOf(baseUrlOf(options.baseUrl), error) })
         if (photo.change !== undefined) yield* Console.error(photo.change)
-        result = yield* finish(client, () =>
-          client.analyze(photo.bytes, {
-            language: options.language,
-            ...Option.match(options.grams, { onNone: () => ({}), onSome: (grams) => ({ knownTotalGrams: grams }) }),
-            ...Option.match(options.idempotencyKey, { onNone: () => ({}), onSome: (idempotencyKey) => ({ idempotencyKey }) })
-          })
-        )
+        const given = {
+          language: options.language,
+          ...Option.match(options.grams, { onNone: () => ({}), onSome: (grams) => ({ knownTotalGrams: grams }) }),
+          ...Option.match(options.idempotencyKey, { onNone: () => ({}), onSome: (idempotencyKey) => ({ idempotencyKey }) })
+        }
+        result = yield* finish(client, () => client.analyze(photo.bytes, given), "apiKey" in paid)
       }
       const { receipt, ...body } = result
       yield* printResult(body, options.json)

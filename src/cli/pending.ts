@@ -8,10 +8,11 @@ import { CliFailure } from "./client.ts"
 
 /**
  * What the identical retry needs: the server, and the client's pending request (body, Idempotency-Key, signed
- * authorization). Never the credit key: the client's pending request does not hold it.
+ * authorization). Never the credit key: `withCreditKey` says the retry must carry one, given again to `--resume`.
  */
 export const PendingAnalysis = Schema.Struct({
   baseUrl: Schema.String,
+  withCreditKey: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   pending: Schema.Struct({
     body: Schema.Struct({
       image_base64: Schema.String,
@@ -39,11 +40,11 @@ export const pendingIdOf = (id: string | undefined): string | undefined => (id !
 const fileOf = (id: string) => join(stateDir(), "pending", `${id.toLowerCase()}.json`)
 
 /** Keeps a pending analysis under its request id (a UUID the server sent); readable by its owner only (it holds a signed payment). */
-export const savePending = (id: string, baseUrl: string, pending: ClientPending) =>
+export const savePending = (id: string, baseUrl: string, pending: ClientPending, withCreditKey: boolean) =>
   Effect.tryPromise({
     try: async () => {
       await mkdir(join(stateDir(), "pending"), { recursive: true, mode: 0o700 })
-      const kept: PendingAnalysis = { baseUrl, pending }
+      const kept: PendingAnalysis = { baseUrl, withCreditKey, pending }
       await writeFile(fileOf(id), JSON.stringify(kept), { mode: 0o600 })
     },
     catch: (cause) =>

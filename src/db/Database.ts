@@ -15,6 +15,7 @@ import { isAbandoned, LOCK_FILE, lockDataFolder } from "./dataFolderLock.ts"
 import { migrate } from "./migrations.ts"
 import { embeddedPool } from "./prepared.ts"
 import { silenceLimitedSocket } from "./silence.ts"
+import { socketFolder } from "./socketFolder.ts"
 
 export class DatabaseUnavailable extends Data.TaggedError("DatabaseUnavailable")<{
   readonly message: string
@@ -257,11 +258,7 @@ export const startEmbedded = (dataDir: string, options: EmbeddedOptions = {}) =>
       : Option.isSome(folder)
         ? inFolder(folder.value, open(undefined))
         : newInMemory(open)
-    // Unix socket paths are short (~100 bytes), so the socket lives in a fresh temporary folder.
-    const socketDir = yield* Effect.acquireRelease(
-      Effect.sync(() => mkdtempSync(join(tmpdir(), "morsel-pg-"))),
-      (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-    )
+    const socketDir = yield* socketFolder
     yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
@@ -271,7 +268,8 @@ export const startEmbedded = (dataDir: string, options: EmbeddedOptions = {}) =>
         },
         catch: (cause) => new DatabaseUnavailable({ message: "cannot start the embedded database socket", cause })
       }),
-      (server) => Effect.promise(() => server.stop()).pipe(Effect.ignore)
+      // Stopping waits for its connections to close: bounded, so that the socket folder is removed after it.
+      (server) => Effect.promise(() => server.stop()).pipe(Effect.timeout("2 seconds"), Effect.ignore)
     )
     const target: PgTarget = { embedded: true, host: socketDir, port: 5432, database: "postgres", username: "postgres" }
     return { target, snapshot: Effect.promise(() => db.dumpDataDir("none")) }

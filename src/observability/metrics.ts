@@ -19,6 +19,9 @@ export const creditsConsumed = counter("morsel_credits_consumed_total", "Credits
 export const x402Settlements = counter("morsel_x402_settlements_total", "x402 payments submitted for settlement, by outcome")
 export const fastLaneAnswers = counter("morsel_fast_lane_answers_total", "Challenges and replays answered before the HttpApi stack, by answer")
 export const x402Pending = Metric.gauge("morsel_x402_pending", { description: "x402 payments awaiting confirmation on chain" })
+export const settlerBalance = Metric.gauge("morsel_x402_settler_balance_wei", {
+  description: "ETH (in wei) of the self-settlement wallet, which pays the gas of every x402 transfer"
+})
 
 /** The outcome label of a finished operation: `success` on success, else its error code (`internal_error` for a defect). */
 export const outcomeOf = <A, E extends { readonly error: { readonly code: string } }>(exit: Exit.Exit<A, E>, success: string) =>

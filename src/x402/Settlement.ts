@@ -22,6 +22,7 @@ import { AppConfig } from "../config.ts"
 import type { RequestId } from "../domain/ids.ts"
 import { ChainUnavailable, EvmChain, eip3009Abi, paymentChain } from "./EvmChain.ts"
 import { refusedBeforeBroadcast } from "./facilitatorRefusals.ts"
+import { watchSettlerBalance } from "./SettlerBalance.ts"
 import { PaymentStore, type PaymentRecord } from "./PaymentStore.ts"
 import type { Authorization } from "./protocol.ts"
 import { type LeaseLost, makeSettlerNonces, type SettlerLease } from "./SettlerNonces.ts"
@@ -91,7 +92,7 @@ export const transferCalldata = (a: Authorization, signature: Hex): Hex => {
  * Self-settlement: our wallet (X402_SETTLER_PRIVATE_KEY) pays gas and submits the payer's authorization itself.
  * Several instances may share the wallet: nonces are chosen under its lease in PostgreSQL (SettlerNonces).
  */
-export const SettlementSelf = Layer.effect(
+export const SettlementSelf = Layer.scoped(
   Settlement,
   Effect.gen(function* () {
     const settings = yield* AppConfig
@@ -109,6 +110,7 @@ export const SettlementSelf = Layer.effect(
       transport: http(settings.x402.rpcUrl, { retryCount: 1, timeout: 10_000 })
     })
     const nonces = yield* makeSettlerNonces(account.address)
+    yield* watchSettlerBalance(account.address)
 
     const rpc = <A>(operation: string, f: () => Promise<A>) =>
       Effect.tryPromise({ try: f, catch: (cause) => new ChainUnavailable({ operation, cause }) })

@@ -26,7 +26,7 @@ const morsel = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =
     execFile(
       process.execPath,
       ["--import", "tsx", join(root, "src/cli.ts"), ...args],
-      { cwd: root, env: { PATH: process.env["PATH"] ?? "", MORSEL_STATE_DIR: state, ...env }, timeout: 120_000, maxBuffer: 16_000_000 },
+      { cwd: root, env: { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", MORSEL_STATE_DIR: state, ...env }, timeout: 120_000, maxBuffer: 16_000_000 },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
     )
   })

@@ -32,7 +32,7 @@ const morsel = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =
     execFile(
       process.execPath,
       ["--import", "tsx", join(root, "src/cli.ts"), ...args],
-      { cwd: root, env: { PATH: process.env["PATH"] ?? "", ...env }, timeout: 60_000 },
+      { cwd: root, env: { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", ...env }, timeout: 60_000 },
       (error, stdout, stderr) => resume(Effect.succeed({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }))
     )
   })

@@ -14,7 +14,7 @@ const refusedStart = async (dataDir: string) => {
   const port = await freePort()
   const child = spawn(process.execPath, [join(root, "bin/morsel.js"), "serve"], {
     cwd: root,
-    env: { PATH: process.env["PATH"] ?? "", PORT: String(port), MORSEL_DATA_DIR: dataDir },
+    env: { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", PORT: String(port), MORSEL_DATA_DIR: dataDir },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let stdout = ""
@@ -36,7 +36,8 @@ describe("one server per embedded data folder", () => {
   const parent = mkdtempSync(join(tmpdir(), "morsel-folder-"))
 
   beforeAll(async () => {
-    await promisify(execFile)("npm", ["run", "build"], { cwd: root })
+    // Built only when a source is newer than the build (as `npm start` does), not once per test file.
+    await promisify(execFile)(process.execPath, [join(root, "bin/build-if-stale.js")], { cwd: root })
   }, 120_000)
   afterAll(() => rmSync(parent, { recursive: true, force: true }))
 

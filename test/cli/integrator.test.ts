@@ -33,7 +33,7 @@ describe("docs/testing.md", () => {
 
     const tested = await run(process.execPath, [join(root, "node_modules/vitest/vitest.mjs"), "run"], {
       cwd: project,
-      env: { PATH: process.env["PATH"] ?? "", HOME: project, NO_COLOR: "1" },
+      env: { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", HOME: project, NO_COLOR: "1" },
       timeout: 240_000
     }).catch((error: { stdout?: string; stderr?: string }) => ({ stdout: `${error.stdout ?? ""}${error.stderr ?? ""}`, stderr: "" }))
     expect(tested.stdout).toMatch(/Tests\s+1 passed \(1\)/)

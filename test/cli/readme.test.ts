@@ -56,7 +56,7 @@ describe("the README's quick start", () => {
     expect(serve.command).toMatch(/^npm ci && /)
     const port = String(await freePort())
     // A random port for the test; the README's URLs name the default one.
-    const env = { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/root", PORT: port, MORSEL_BASE_URL: `http://127.0.0.1:${port}` }
+    const env = { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", HOME: process.env["HOME"] ?? "/root", PORT: port, MORSEL_BASE_URL: `http://127.0.0.1:${port}` }
     const onPort = (text: string) => text.replaceAll(`127.0.0.1:${DEFAULT_PORT}`, `127.0.0.1:${port}`)
 
     let printed = ""

@@ -24,7 +24,7 @@ interface Run {
 }
 
 const cli = [process.execPath, "--import", "tsx", join(root, "src/cli.ts")] as const
-const onlyPath = { PATH: process.env["PATH"] ?? "" }
+const onlyPath = { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp" }
 
 const morsel = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   Effect.async<Run>((resume) => {

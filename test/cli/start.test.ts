@@ -17,7 +17,8 @@ describe("npm start", () => {
 
   beforeAll(async () => {
     // Asynchronously: a blocked worker misses its test runner's heartbeats on a busy machine.
-    await promisify(execFile)("npm", ["run", "build"], { cwd: root })
+    // Built only when a source is newer than the build (as `npm start` does), not once per test file.
+    await promisify(execFile)(process.execPath, [join(root, "bin/build-if-stale.js")], { cwd: root })
     stripe = await startFakeStripe()
   }, 120_000)
   afterAll(async () => {
@@ -63,7 +64,7 @@ describe("npm start", () => {
     try {
       const child = spawn(process.execPath, [join(root, "bin/morsel.js"), "serve"], {
         cwd: root,
-        env: { PATH: process.env["PATH"] ?? "", PORT: String(port), MORSEL_DATA_DIR: join(dataDir, "busy") },
+        env: { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", PORT: String(port), MORSEL_DATA_DIR: join(dataDir, "busy") },
         stdio: ["ignore", "pipe", "pipe"]
       })
       let stdout = ""

@@ -17,7 +17,7 @@ const morsel = (args: ReadonlyArray<string>) =>
       process.execPath,
       ["--import", "tsx", join(root, "src/cli.ts"), ...args],
       // No server anywhere: a usage error must come before any connection.
-      { cwd: root, env: { PATH: process.env["PATH"] ?? "", MORSEL_BASE_URL: "http://127.0.0.1:9" }, timeout: 60_000 },
+      { cwd: root, env: { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", MORSEL_BASE_URL: "http://127.0.0.1:9" }, timeout: 60_000 },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
     )
   })

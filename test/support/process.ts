@@ -53,7 +53,7 @@ export const serveProcess = async (
   // Started as tuned as `morsel serve` makes itself, so the process a test signals is the server itself.
   const child = spawn(process.execPath, [...SERVE_NODE_OPTIONS, join(root, "bin/morsel.js"), "serve", ...args], {
     cwd: root,
-    env: { PATH: process.env["PATH"] ?? "", PORT: String(listenOn), ...SERVE_ENV, ...env },
+    env: { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", PORT: String(listenOn), ...SERVE_ENV, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   child.stdout?.on("data", (chunk) => (output += chunk))

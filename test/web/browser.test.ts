@@ -35,7 +35,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the web page in a browser, against the s
   let photo: Awaited<ReturnType<typeof makeImage>>
 
   beforeAll(async () => {
-    execFileSync("npm", ["run", "build"], { cwd: root, stdio: "ignore" })
+    execFileSync(process.execPath, [join(root, "bin/build-if-stale.js")], { cwd: root, stdio: "ignore" })
     mkdirSync(artifacts, { recursive: true })
     photo = await makeImage(1200, 900, "jpeg")
     writeFileSync(photoPath, photo.bytes)
