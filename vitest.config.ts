@@ -2,10 +2,10 @@ import { configDefaults, defineConfig } from "vitest/config"
 
 /**
  * The slow part of the suite, by folder (a new test file in one of them joins it): the browser (test/web), the
- * built command run as a process (test/cli, the sandbox's `serve`) and fault injection (test/faults, which needs
+ * built command run as a process (test/cli, the sandbox's `serve`, the client's consumer project) and fault injection (test/faults, which needs
  * TEST_DATABASE_URL). `npm test` runs the rest ("quick"); `npm run test:slow` these; `npx vitest run` both.
  */
-const SLOW = ["test/web/**", "test/cli/**", "test/faults/**", "test/sandbox/serve.test.ts"]
+const SLOW = ["test/web/**", "test/cli/**", "test/faults/**", "test/sandbox/serve.test.ts", "test/client/consumer.test.ts"]
 
 const tests = (glob: string) => (glob.endsWith(".ts") ? glob : `${glob}/*.test.ts`)
 

@@ -18,3 +18,6 @@ await build({
   outdir,
   ...NODE_BUNDLE
 })
+
+// `morsel/client`: its declarations and its browser build.
+await import("./bundle-client.js")

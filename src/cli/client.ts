@@ -1,7 +1,7 @@
-/** What the client commands share: the server and key options, one HTTP exchange with the server, failures on stderr. */
+/** What the client commands share: the server and key options, the `morsel/client` they talk through, failures on stderr. */
 import { Options } from "@effect/cli"
-import { HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Console, Data, Effect, Option, Redacted } from "effect"
+import { createClient, type ClientOptions, type MorselClient, MorselError } from "../client/index.ts"
 
 /**
  * A client command that could not do its job: one line on stderr, or JSON on stdout under --json; exit code 1.
@@ -35,8 +35,6 @@ export const requireKey = (given: Option.Option<Redacted.Redacted>) =>
     onSome: Effect.succeed
   })
 
-export const bearer = (key: Redacted.Redacted) => ({ authorization: `Bearer ${Redacted.value(key)}` })
-
 export const jsonOption = Options.boolean("json").pipe(Options.withDescription("the server's JSON answer as it is (errors too), for programs"))
 
 /** A failure as JSON for programs: the server's own answer with its status, else `{ error: { code, message } }`. */
@@ -61,35 +59,6 @@ export const reportFailure =
       )
     )
 
-export interface Reply {
-  readonly response: HttpClientResponse.HttpClientResponse
-  readonly body: unknown
-}
-
-export const parseJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return text
-  }
-}
-
-/** One HTTP exchange with the server; non-2xx answers fail with the server's `error.code` and message. */
-export const request = (
-  url: string,
-  init: { readonly method: "GET" | "POST"; readonly headers?: Record<string, string>; readonly body?: unknown }
-) =>
-  Effect.gen(function* () {
-    const client = yield* HttpClient.HttpClient
-    const outgoing = HttpClientRequest.make(init.method)(url).pipe(HttpClientRequest.setHeaders(init.headers ?? {}))
-    const reply = yield* client.execute(init.body === undefined ? outgoing : HttpClientRequest.bodyUnsafeJson(outgoing, init.body)).pipe(
-      Effect.flatMap((response) => Effect.map(response.text, (text): Reply => ({ response, body: parseJson(text) }))),
-      Effect.mapError((error) => unreachable(url, error.cause))
-    )
-    if (reply.response.status >= 200 && reply.response.status < 300) return reply
-    return yield* new CliFailure({ message: describeHttpError(reply), code: errorCodeOf(reply.body), status: reply.response.status, answer: reply.body })
-  })
-
 /** The innermost reason of a failed connection ("connect ECONNREFUSED 127.0.0.1:8787"), not the wrappers' "fetch failed". */
 const rootCause = (cause: unknown): string => {
   let current = cause
@@ -106,16 +75,24 @@ export const unreachable = (url: string, cause: unknown) => {
   })
 }
 
-/** The server's `error.code` of a refusal, when its body has one. */
-export const errorCodeOf = (body: unknown): string | undefined => {
-  const error = typeof body === "object" && body !== null && "error" in body ? body.error : undefined
-  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined
+/** A failure of `morsel/client` as the command reports it: the server's refusal with its answer, or what to fix. */
+export const cliFailureOf = (baseUrl: string, error: unknown): CliFailure => {
+  if (!(error instanceof MorselError)) return new CliFailure({ message: error instanceof Error ? error.message : String(error) })
+  if (error.code === "server_unreachable") return unreachable(baseUrl, error.cause)
+  return new CliFailure({
+    message: error.message,
+    code: error.code,
+    ...(error.status === undefined ? {} : { status: error.status, answer: error.body })
+  })
 }
 
-const describeHttpError = ({ body, response }: Reply) => {
-  const error = typeof body === "object" && body !== null && "error" in body ? body.error : undefined
-  const detail =
-    typeof error === "object" && error !== null && "code" in error && "message" in error ? `${String(error.code)}: ${String(error.message)}` : String(body)
-  const retry = response.headers["retry-after"]
-  return `HTTP ${response.status} ${detail}${retry ? ` (retry after ${retry} s)` : ""}`
-}
+/** The client the commands talk to the server with (the one way to talk to morsel), and its base URL. */
+export const clientOf = (baseUrl: Option.Option<string>, options: Omit<ClientOptions, "baseUrl"> = {}) =>
+  Effect.try({
+    try: () => createClient({ baseUrl: baseUrlOf(baseUrl), ...options }),
+    catch: (error) => cliFailureOf(baseUrlOf(baseUrl), error)
+  })
+
+/** One call of the client, its failure reported as the command's. */
+export const use = <A>(client: MorselClient, call: (client: MorselClient) => Promise<A>) =>
+  Effect.tryPromise({ try: () => call(client), catch: (error) => cliFailureOf(client.baseUrl, error) })

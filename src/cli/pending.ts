@@ -2,18 +2,28 @@
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises"
 import { homedir } from "node:os"
 import { join } from "node:path"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Schema } from "effect"
+import type { PendingAnalysis as ClientPending } from "../client/index.ts"
 import { CliFailure } from "./client.ts"
 
 /**
- * What the identical retry needs: where it went, its headers (Idempotency-Key, PAYMENT-SIGNATURE, …) and its body.
- * A credit key is never kept: `withCreditKey` says the retry must carry one, given again to `--resume`.
+ * What the identical retry needs: the server, and the client's pending request (body, Idempotency-Key, signed
+ * authorization). Never the credit key: `withCreditKey` says the retry must carry one, given again to `--resume`.
  */
 export const PendingAnalysis = Schema.Struct({
-  url: Schema.String,
-  headers: Schema.Record({ key: Schema.String, value: Schema.String }),
-  body: Schema.Unknown,
-  withCreditKey: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  baseUrl: Schema.String,
+  withCreditKey: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  pending: Schema.Struct({
+    body: Schema.Struct({
+      image_base64: Schema.String,
+      mime_type: Schema.Literal("image/jpeg", "image/png"),
+      language: Schema.Literal("en", "lt"),
+      known_total_grams: Schema.optional(Schema.Number)
+    }),
+    idempotencyKey: Schema.String,
+    paymentSignature: Schema.optional(Schema.String),
+    scenario: Schema.optional(Schema.String)
+  })
 })
 export type PendingAnalysis = typeof PendingAnalysis.Type
 
@@ -21,33 +31,27 @@ export type PendingAnalysis = typeof PendingAnalysis.Type
 export const stateDir = () =>
   process.env["MORSEL_STATE_DIR"] || join(process.env["XDG_STATE_HOME"] || join(homedir(), ".local", "state"), "morsel")
 
+// Request ids are UUIDs, accepted in any letter case; nothing else ever names a file.
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-/** A request id as the service makes them, a UUID in any letter case, in its canonical lower-case form; else none. */
-export const canonicalRequestId = (id: string): Option.Option<string> => (UUID.test(id) ? Option.some(id.toLowerCase()) : Option.none())
+/** A request id fit to name a file: a well-formed UUID, in lower case. */
+export const pendingIdOf = (id: string | undefined): string | undefined => (id !== undefined && UUID.test(id) ? id.toLowerCase() : undefined)
 
-// Only a canonical UUID names a file: nothing a server or a person types can point elsewhere.
-const fileOf = (canonical: string) => join(stateDir(), "pending", `${canonical}.json`)
+const fileOf = (id: string) => join(stateDir(), "pending", `${id.toLowerCase()}.json`)
 
-/** Keeps a pending analysis under its request id (a UUID); readable by its owner only (it holds a signed payment). */
-export const savePending = (id: string, pending: PendingAnalysis) =>
-  Effect.gen(function* () {
-    const canonical = canonicalRequestId(id)
-    if (Option.isNone(canonical)) return yield* new CliFailure({ code: "invalid_request_id", message: `not a request id: ${JSON.stringify(id)}` })
-    const { authorization, ...headers } = pending.headers
-    const kept: PendingAnalysis = { ...pending, headers, withCreditKey: pending.withCreditKey || authorization !== undefined }
-    yield* Effect.tryPromise({
-      try: async () => {
-        await mkdir(join(stateDir(), "pending"), { recursive: true, mode: 0o700 })
-        await writeFile(fileOf(canonical.value), JSON.stringify(kept), { mode: 0o600 })
-      },
-      catch: (cause) =>
-        new CliFailure({
-          code: "state_unwritable",
-          message: `cannot keep the pending payment in ${stateDir()} (${cause instanceof Error ? cause.message : String(cause)}): set MORSEL_STATE_DIR to a writable folder`
-        })
-    })
-    return canonical.value
+/** Keeps a pending analysis under its request id (a UUID the server sent); readable by its owner only (it holds a signed payment). */
+export const savePending = (id: string, baseUrl: string, pending: ClientPending, withCreditKey: boolean) =>
+  Effect.tryPromise({
+    try: async () => {
+      await mkdir(join(stateDir(), "pending"), { recursive: true, mode: 0o700 })
+      const kept: PendingAnalysis = { baseUrl, withCreditKey, pending }
+      await writeFile(fileOf(id), JSON.stringify(kept), { mode: 0o600 })
+    },
+    catch: (cause) =>
+      new CliFailure({
+        code: "state_unwritable",
+        message: `cannot keep the pending payment in ${stateDir()} (${cause instanceof Error ? cause.message : String(cause)}): set MORSEL_STATE_DIR to a writable folder`
+      })
   })
 
 /** The pending analysis kept under `id`. */
@@ -57,12 +61,10 @@ export const loadPending = (id: string) =>
       code: "unknown_request",
       message: `no pending analysis ${id} is kept in ${stateDir()}: give the request_id printed with payment_pending`
     })
-    const canonical = canonicalRequestId(id)
-    if (Option.isNone(canonical)) return yield* missing
-    const text = yield* Effect.tryPromise({ try: () => readFile(fileOf(canonical.value), "utf8"), catch: () => missing })
+    if (pendingIdOf(id) === undefined) return yield* missing
+    const text = yield* Effect.tryPromise({ try: () => readFile(fileOf(id), "utf8"), catch: () => missing })
     return yield* Schema.decodeUnknown(Schema.parseJson(PendingAnalysis))(text).pipe(Effect.mapError(() => missing))
   })
 
 /** Forgets a pending analysis once it is settled. */
-export const forgetPending = (id: string) =>
-  Option.match(canonicalRequestId(id), { onNone: () => Effect.void, onSome: (canonical) => Effect.promise(() => rm(fileOf(canonical), { force: true })) })
+export const forgetPending = (id: string) => Effect.promise(() => rm(fileOf(id), { force: true }))

@@ -1,5 +1,5 @@
 /** The web page at `/`: static HTML, CSS and script served by the service itself, also as the checkout return page. */
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
@@ -13,6 +13,27 @@ const staticDir = (): string => {
 }
 
 /** Nothing but the service's own origin: no CDN, no framing, no inline script. */
+/** The browser build of `morsel/client` (bin/bundle-client.js), from the source tree, the compiled module or the bundle. */
+const clientDir = (): string | undefined =>
+  ["../../dist/client/browser/", "../../client/browser/", "../client/browser/"]
+    .map((path) => fileURLToPath(new URL(path, import.meta.url)))
+    .find((dir) => existsSync(dir))
+
+/** `/client/<file>` for each module of the client's browser build, so a page loads it from this server, not another origin. */
+const clientRoutes = () => {
+  const dir = clientDir()
+  if (dir === undefined) return Layer.empty
+  return Layer.mergeAll(
+    Layer.empty,
+    ...readdirSync(dir)
+      .filter((file) => file.endsWith(".js"))
+      .map((file) => {
+        const body = readFileSync(`${dir}${file}`)
+        return HttpLayerRouter.add("GET", `/client/${file}`, Effect.sync(() => HttpServerResponse.uint8Array(body, { contentType: "text/javascript; charset=utf-8", headers: SECURITY_HEADERS })))
+      })
+  )
+}
+
 const SECURITY_HEADERS = {
   "content-security-policy":
     "default-src 'self'; img-src 'self' blob: data:; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
@@ -40,7 +61,8 @@ export const WebRoute = Layer.unwrapEffect(
       HttpLayerRouter.add("GET", "/app.css", asset("app.css", "text/css; charset=utf-8")),
       // Browsers ask for /favicon.ico on their own; both names get the one drawing.
       HttpLayerRouter.add("GET", "/favicon.svg", asset("favicon.svg", "image/svg+xml")),
-      HttpLayerRouter.add("GET", "/favicon.ico", asset("favicon.svg", "image/svg+xml"))
+      HttpLayerRouter.add("GET", "/favicon.ico", asset("favicon.svg", "image/svg+xml")),
+      clientRoutes()
     )
   })
 )

@@ -1,4 +1,5 @@
 // The morsel web page: a photo in, the estimate as a table and a chart; credit keys and purchases in the browser.
+import { createClient, MorselError } from "/client/morsel-client.js"
 import { preparePhoto } from "/photo.js"
 import { clear as clearResult, render } from "/result.js"
 
@@ -46,22 +47,14 @@ const uuidV4 = () => crypto.randomUUID()
 
 const keyPrefix = () => (state.health?.test_mode ? "morsel_test_" : "morsel_live_")
 const currentKey = () => $("key").value.trim()
-
-/** One call to the service; resolves to { status, body, retryAfter } and never throws on HTTP errors. */
-async function call(method, path, { body, key, headers = {} } = {}) {
-  const init = { method, headers: { ...headers } }
-  if (key) init.headers.Authorization = `Bearer ${key}`
-  if (body !== undefined) {
-    init.headers["Content-Type"] = "application/json"
-    init.body = JSON.stringify(body)
-  }
+// The page talks to its own server through morsel/client (served by it), with the key when one is given.
+const clientFor = (key) => createClient({ baseUrl: location.origin, ...(key ? { apiKey: key } : {}) })
+/** One call through the client; resolves to { status, body, retryAfter } and never throws on HTTP errors. */
+async function call(use, key) {
   try {
-    const response = await fetch(path, init)
-    const text = await response.text()
-    let parsed = null
-    try { parsed = text ? JSON.parse(text) : null } catch { parsed = null }
-    return { status: response.status, body: parsed, retryAfter: Number(response.headers.get("Retry-After")) || null }
-  } catch {
+    return { status: 200, body: await use(clientFor(key)), retryAfter: null }
+  } catch (error) {
+    if (error instanceof MorselError && error.status !== undefined) return { status: error.status, body: error.body ?? null, retryAfter: error.retryAfter ?? null }
     return { status: 0, body: null, retryAfter: null }
   }
 }
@@ -197,7 +190,7 @@ async function refreshBalance() {
   const status = $("key-status")
   if (!key) { status.textContent = "No key yet: generate one or paste yours."; return }
   if (!cardsOn()) { status.textContent = ""; return }
-  const reply = await call("GET", "/v1/credits/balance", { key })
+  const reply = await call((client) => client.balance(), key)
   if (reply.status === 200) {
     const { credits_remaining: credits, blocked } = reply.body
     status.replaceChildren(blocked ? `Balance: ${credits} credits — key paused pending support review.` : `Balance: ${credits} credits.`)
@@ -250,7 +243,7 @@ async function buyCredits() {
       orderId = uuidV4()
       localStorage.setItem(ORDER_STORE, JSON.stringify({ key, order_id: orderId }))
     }
-    const reply = await call("POST", "/v1/credits/checkout", { key, body: { order_id: orderId, context: { channel: "website" } } })
+    const reply = await call((client) => client.checkout({ orderId, context: { channel: "website" } }), key)
     if (reply.status === 200 && reply.body.checkout_url) { location.assign(reply.body.checkout_url); return }
     if (reply.status === 200 && reply.body.state) { localStorage.removeItem(ORDER_STORE); continue } // that order is complete: start a new one
     if (reply.status === 409) {
@@ -280,14 +273,14 @@ async function handleReturn() {
     const sessionId = params.get("session_id")
     if (!key) say("Payment received. Paste the key you bought credits with to see its balance.")
     else if (sessionId && /^cs_(live|test)_[A-Za-z0-9]+$/.test(sessionId)) {
-      const reply = await call("POST", "/v1/credits/confirm", { key, body: { session_id: sessionId } })
+      const reply = await call((client) => client.confirm(sessionId), key)
       if (reply.status === 200) {
         localStorage.removeItem(ORDER_STORE)
         say(`Payment received: your balance is ${reply.body.credits_remaining} credits.`, reply.body.credits_remaining)
       } else say(`Payment received; the credits are on their way. ${explain(reply).text}`)
     } else {
       const orderId = params.get("order_id") ?? storedOrder(key)
-      const reply = orderId ? await call("POST", "/v1/credits/checkout-status", { key, body: { order_id: orderId } }) : null
+      const reply = orderId ? await call((client) => client.checkoutStatus(orderId), key) : null
       if (reply?.status === 200) {
         if (reply.body.state === "paid") localStorage.removeItem(ORDER_STORE)
         say(`Order ${reply.body.state}: your balance is ${reply.body.credits_remaining} credits.`, reply.body.credits_remaining)
@@ -351,7 +344,7 @@ async function analyze(event) {
   await send(state.pending)
 }
 
-/** Sends one analysis request; a retry resends exactly the same body and Idempotency-Key. */
+/** Sends one analysis request; a retry resends exactly the same body and Idempotency-Key (the client waits out in_progress). */
 async function send(request) {
   const analyzeButton = $("analyze")
   analyzeButton.disabled = true
@@ -359,9 +352,9 @@ async function send(request) {
   clearResult()
   clearReturn()
   showMessage("Analysing the photo…")
-  const headers = { "Idempotency-Key": request.key }
-  if (request.scenario) headers["Sandbox-Scenario"] = request.scenario
-  const reply = await call("POST", "/v1/analyze", { key: currentKey() || undefined, headers, body: request.body })
+  const photo = Uint8Array.from(atob(request.body.image_base64), (c) => c.charCodeAt(0))
+  const { language, known_total_grams: knownTotalGrams } = request.body
+  const reply = await call((client) => client.analyze(photo, { language, knownTotalGrams, idempotencyKey: request.key, scenario: request.scenario || undefined }), currentKey() || undefined)
   analyzeButton.disabled = false
   if (reply.status === 200) {
     $("message").hidden = true
@@ -377,7 +370,7 @@ async function send(request) {
 // ---- start ----
 
 async function start() {
-  const health = await call("GET", "/health")
+  const health = await call((client) => client.health())
   state.health = health.status === 200 ? health.body : null
   applyPaymentWays()
   showOperator()
