@@ -227,7 +227,7 @@ describe("unknown keys", () => {
       const direct = makeClientAddress([])
       expect(direct(requestFrom("::ffff:203.0.113.7", "198.51.100.1"))).toBe("203.0.113.7")
       const proxied = makeClientAddress(["fd00::/8", "10.0.0.0/8"])
-      expect(proxied(requestFrom("FD00::1", "2001:DB8::5, 10.9.8.7"))).toBe("2001:db8::5")
+      expect(proxied(requestFrom("FD00::1", "2001:DB8::5, 10.9.8.7"))).toBe("2001:db8:0:0::/64")
       expect(proxied(requestFrom("::ffff:10.1.1.1", "198.51.100.9"))).toBe("198.51.100.9")
       // Every hop a trusted proxy: the leftmost is the best that is known.
       expect(proxied(requestFrom("10.1.1.1", "10.2.2.2, 10.3.3.3"))).toBe("10.2.2.2")
