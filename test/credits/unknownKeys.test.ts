@@ -174,6 +174,7 @@ describe("unknown keys", () => {
       Effect.gen(function* () {
         const fake = yield* Fake
         const buyer = yield* paidBuyer("127.0.0.1")
+        const startedMinute = Math.floor(Date.now() / 60_000)
         const unpaid = yield* Effect.forEach(Array.from({ length: 10 }), () =>
           Effect.gen(function* () {
             const key = newCreditKey(true)
@@ -192,9 +193,11 @@ describe("unknown keys", () => {
         )
         expect(storm.filter((a) => a.status !== 200 && a.status !== 429)).toEqual([])
         expect(storm.filter((a) => a.status === 429).every((a) => a.code === "capacity_limited" && a.retryAfter === "60")).toBe(true)
-        // With the ten checkouts, at most the address's allowance of a minute (two, across a minute's end) was served.
+        // With the ten checkouts, at most the address's allowance of each clock minute the storm lasted was served
+        // (one or two minutes on a quiet machine; before, 598 of the 600 the service-wide minute holds).
+        const minutes = Math.floor(Date.now() / 60_000) - startedMinute + 1
         const served = storm.filter((a) => a.status === 200).length
-        expect(10 + served).toBeLessThanOrEqual(2 * LIMIT)
+        expect(10 + served).toBeLessThanOrEqual(minutes * LIMIT)
 
         // The paying buyer, from another address, is served on every credit endpoint.
         const balance = yield* from("127.0.0.1", "/v1/credits/balance", buyer.key)
