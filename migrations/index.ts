@@ -9,7 +9,8 @@ import creditReversals from "./0007_credit_reversals.ts"
 import dropTrigrams from "./0008_drop_pg_trgm.ts"
 import foodDescriptors from "./0009_food_descriptors.ts"
 import slotReleaseOnSave from "./0010_slot_release_on_save.ts"
-import modelCalls from "./0013_model_calls.ts"
+  "0013_model_calls": modelCalls,
+  "0014_credit_grants_by_key": creditGrantsByKey
 
 export const migrations = {
   "0001_core": core,
@@ -22,5 +23,6 @@ export const migrations = {
   "0008_drop_pg_trgm": dropTrigrams,
   "0009_food_descriptors": foodDescriptors,
   "0010_slot_release_on_save": slotReleaseOnSave,
-  "0013_model_calls": modelCalls
+  "0013_model_calls": modelCalls,
+  "0014_credit_grants_by_key": creditGrantsByKey
 }

@@ -54,6 +54,8 @@ export class Ledger extends Context.Tag("morsel/credits/Ledger")<
   Ledger,
   {
     readonly account: (fingerprint: KeyFingerprint) => Effect.Effect<Option.Option<Account>, SqlError.SqlError>
+    /** Whether the key was ever granted a paid pack (a refunded one too); a key that only opened checkouts has not. */
+    readonly hasPaid: (fingerprint: KeyFingerprint) => Effect.Effect<boolean, SqlError.SqlError>
     /** Makes the key known (its first checkout); a no-op when it already is. Call inside the order's transaction. */
     readonly openAccount: (fingerprint: KeyFingerprint) => Effect.Effect<void, SqlError.SqlError>
     /** Gives back credits held for analyses no longer running, once `olderThan` has passed; how many. */
@@ -91,6 +93,12 @@ export const LedgerLive = Layer.effect(
       accounts(sql`
         SELECT fingerprint, available, reserved, blocked FROM credit_accounts WHERE fingerprint = ${fingerprint}`).pipe(
         Effect.map((rows) => Option.fromNullable(rows[0]))
+      )
+
+    const hasPaid = (fingerprint: KeyFingerprint) =>
+      Effect.map(
+        entryIds(sql`SELECT entry_id::text FROM credit_entries WHERE fingerprint = ${fingerprint} AND kind = 'grant' LIMIT 1`),
+        (rows) => rows.length > 0
       )
 
     /** Makes the key known (its first checkout); a no-op when it already is. Call inside the order's transaction. */
@@ -328,6 +336,7 @@ export const LedgerLive = Layer.effect(
 
     return Ledger.of({
       account,
+      hasPaid,
       openAccount,
       releaseOrphans,
       grant,

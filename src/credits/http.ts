@@ -52,21 +52,24 @@ export const CreditsHttpLive = HttpApiBuilder.group(MorselApi, "credits", (handl
     })
 
     /**
-     * The capacity limit of balance, checkout and confirm, counted before the handler runs. A known key counts
-     * against its own and the service's minute. A key the service does not know counts only against its client
-     * address's minute, so made-up keys cannot spend what real buyers need; it then gets 401, unless it is a new
-     * buyer's first checkout (`newBuyers`), which goes on and counts like a known key.
+     * The capacity limit of balance, checkout and confirm, counted before the handler runs. A key that paid counts
+     * against its own and the service's minute. A key the service does not know, and one that only opened checkouts
+     * (free to open, so as cheap to make as a made-up key), counts only against its client address's minute, so such
+     * keys cannot spend what paying keys need. An unknown key then gets 401, unless it is a new buyer's first
+     * checkout (`newBuyers`); an unpaid key goes on, to pay and confirm.
      */
     const admitted = (newBuyers: boolean) =>
       Effect.gen(function* () {
         const fp = yield* fingerprint
         const account = yield* orStorageUnavailable(ledger.account(fp))
-        if (Option.isNone(account)) {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          yield* capacity.admitUnknownKey(keys.digest(`address:${clientAddress(request)}`))
-          if (!newBuyers) return yield* Effect.fail(invalidKey())
+        const paid = Option.isSome(account) && (yield* orStorageUnavailable(ledger.hasPaid(fp)))
+        if (paid) {
+          yield* capacity.admit(fp)
+          return { fingerprint: fp, account }
         }
-        yield* capacity.admit(fp)
+        const request = yield* HttpServerRequest.HttpServerRequest
+        yield* capacity.admitUnknownKey(keys.digest(`address:${clientAddress(request)}`))
+        if (Option.isNone(account) && !newBuyers) return yield* Effect.fail(invalidKey())
         return { fingerprint: fp, account }
       })
 

@@ -12,13 +12,17 @@ const counted = rowsOf(Schema.Struct({ requests: Schema.Number }))
 export interface CapacitySettings {
   readonly perKeyPerMinute: number
   readonly globalPerMinute: number
-  /** Requests with keys the service does not know, per client address (they never count against the two above). */
+  /**
+   * Requests with keys the service does not know or that never paid, per client address (they never count against
+   * the two above).
+   */
   readonly unknownKeysPerAddressPerMinute: number
 }
 
 /**
- * A person mistyping a key, or a new buyer's first checkout, needs a handful a minute; a guessing loop is stopped
- * after this many without touching the capacity that known keys share.
+ * A person mistyping a key, or a new buyer's checkout, payment and confirmation, needs a handful a minute; a guessing
+ * loop, or keys that open checkouts and never pay, are stopped after this many without touching the capacity that
+ * paying keys share.
  */
 export const UNKNOWN_KEYS_PER_ADDRESS_PER_MINUTE = 30
 
@@ -26,11 +30,14 @@ export class CreditCapacity extends Context.Tag("morsel/CreditCapacity")<
   CreditCapacity,
   {
     /**
-     * Count one credit-endpoint request of a known key (`subject`: its keyed fingerprint) against its minute
+     * Count one credit-endpoint request of a key that paid (`subject`: its keyed fingerprint) against its minute
      * and the service's; refused requests of a key do not count toward the service-wide minute.
      */
     readonly admit: (subject: string) => Effect.Effect<void, TooManyRequests>
-    /** Count one request with an unknown key against its client address's minute (`subject`: a keyed digest of the address). */
+    /**
+     * Count one request with a key that is unknown or never paid against its client address's minute (`subject`: a
+     * keyed digest of the address).
+     */
     readonly admitUnknownKey: (subject: string) => Effect.Effect<void, TooManyRequests>
   }
 >() {}
@@ -89,7 +96,9 @@ export const CreditCapacityWith = (settings: CapacitySettings): Layer.Layer<Cred
           const fits = yield* count(`address:${subject}`, window, limit)
           if (fits === undefined) {
             return yield* Effect.fail(
-              refuse(`This address sent ${limit} requests with unknown keys this minute; check the key, then respect Retry-After.`)
+              refuse(
+                `This address sent ${limit} requests this minute with keys that are unknown or hold no paid pack; check the key, then respect Retry-After.`
+              )
             )
           }
           yield* sweepIfFirst(fits, window)
