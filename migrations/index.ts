@@ -9,8 +9,8 @@ import creditReversals from "./0007_credit_reversals.ts"
 import dropTrigrams from "./0008_drop_pg_trgm.ts"
 import foodDescriptors from "./0009_food_descriptors.ts"
 import slotReleaseOnSave from "./0010_slot_release_on_save.ts"
-  "0013_model_calls": modelCalls,
-  "0014_credit_grants_by_key": creditGrantsByKey
+import modelCalls from "./0013_model_calls.ts"
+import creditGrantsByKey from "./0014_credit_grants_by_key.ts"
 
 export const migrations = {
   "0001_core": core,
