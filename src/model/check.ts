@@ -6,7 +6,8 @@ import { randomUUID } from "node:crypto"
 import { Cause, Console, Effect, Exit, Layer, Option, Ref } from "effect"
 import { type AnalysisInput, Analyzer, AnalyzerLive } from "../analysis/Analyzer.ts"
 import { VisionModelLive } from "../analysis/VisionModelLive.ts"
-import { preparePhoto } from "../cli/photo.ts"
+import { preparePhoto } from "../client/photo.node.ts"
+import { cliFailureOf } from "../cli/client.ts"
 import { describeResult, printJson } from "../cli/output.ts"
 import { AppConfig } from "../config.ts"
 import { RequestId } from "../domain/ids.ts"
@@ -59,7 +60,8 @@ export const runCheck = (options: CheckOptions) =>
     const server = Option.getOrElse(settings.openai.baseUrl, () => "https://api.openai.com/v1")
     const photo = yield* Option.match(options.photo, {
       onNone: () => Effect.succeed({ bytes: Buffer.from(CHECK_PHOTO.base64, "base64"), mime: "image/jpeg" as const, name: CHECK_PHOTO.name, change: undefined }),
-      onSome: (path) => Effect.map(preparePhoto(path), (prepared) => ({ ...prepared, name: path }))
+      onSome: (path) =>
+        Effect.map(Effect.tryPromise({ try: () => preparePhoto(path), catch: (error) => cliFailureOf("", error) }), (prepared) => ({ ...prepared, name: path }))
     })
     const seen = yield* Ref.make<ModelCall | undefined>(undefined)
     const input: AnalysisInput = {
