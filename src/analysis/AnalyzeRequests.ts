@@ -3,7 +3,7 @@ import { createHash } from "node:crypto"
 import { SqlError } from "@effect/sql"
 import { Clock, Context, Duration, Effect, Either, Exit, Fiber, Layer, Metric, Option, Schedule, Schema } from "effect"
 import { AppConfig } from "../config.ts"
-import { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
+import { orStorageUnavailableFor, storageUnavailable } from "../db/storage.ts"
 import {
   AnalysisFailed,
   type AnalysisTimeout,
@@ -13,7 +13,7 @@ import {
   type NoFoodDetected,
   PayloadTooLarge,
   type PaymentRequired,
-  type ServiceUnavailable,
+  ServiceUnavailable,
   type TooManyRequests,
   type Unauthorized
 } from "../domain/errors.ts"
@@ -25,7 +25,7 @@ import { type Admission, admissionOf, claimCheck, Limits } from "../limits/Limit
 import { analyses, analysisDuration, count, outcomeOf } from "../observability/metrics.ts"
 import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
 import { type Credential, Funding, type FundingMethod, type Save, type Settled } from "./Funding.ts"
-import { AttemptLost, RequestStore, RESULT_RETENTION_MS } from "./RequestStore.ts"
+import { AttemptLost, nextRequestId, RequestStore, RESULT_RETENTION_MS } from "./RequestStore.ts"
 
 /** What makes two requests "the same input"; the image itself is never stored. */
 export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest): InputFingerprint =>
@@ -231,6 +231,7 @@ export const AnalyzeRequestsLive = Layer.effect(
         const input = inputFingerprint(image, payload)
         // A new key's admission is decided by the statement that records its attempt.
         const inClaim = yield* limits.inClaim(method.payer)
+        const newRequestId = yield* nextRequestId
         const { abandoned, claim } = yield* store
           .claim({
             payer: method.payer.id,
@@ -238,9 +239,16 @@ export const AnalyzeRequestsLive = Layer.effect(
             fingerprint: input,
             funding: method.payer.kind,
             leaseMs,
-            admission: claimCheck(inClaim)
+            admission: claimCheck(inClaim),
+            requestId: newRequestId
           })
-          .pipe(orStorageUnavailable)
+          .pipe(
+            // The statement may have reached the database and recorded the attempt, its answer lost with the
+            // connection: nobody would close that attempt before its lease ends (64 s of 409 for the retry). It is
+            // closed once storage answers, like any attempt the outage cut off; the caller's 503 names it.
+            Effect.tapError(() => closeWhenStorageReturns(newRequestId)),
+            orStorageUnavailableFor(newRequestId)
+          )
         yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })
         switch (claim._tag) {
           case "Replay":
