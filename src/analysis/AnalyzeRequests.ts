@@ -113,6 +113,27 @@ export const AnalyzeRequestsLive = Layer.effect(
         (e) => Effect.logError("analysis request storage failed", e).pipe(Effect.zipRight(Effect.fail(storageUnavailable(requestId))))
       )
 
+    /**
+     * Every answer about a recorded attempt names it (SPEC §7): a 503 raised by a step that does not know the attempt
+     * (a reservation, an admission, a consumed credit) gets its id here, and so does storage that failed beyond a
+     * typed error (a rollback on a cut connection dies), which would otherwise reach the transport without it.
+     */
+    const naming =
+      (requestId: RequestId) =>
+      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        effect.pipe(
+          Effect.catchSomeDefect((defect) =>
+            defect instanceof SqlError.SqlError
+              ? Option.some(Effect.logError("analysis request storage failed", defect).pipe(Effect.zipRight(Effect.fail(storageUnavailable(requestId)))))
+              : Option.none()
+          ),
+          Effect.mapError((error) =>
+            error instanceof ServiceUnavailable && error.error.request_id === undefined
+              ? new ServiceUnavailable({ ...error, error: { ...error.error, request_id: requestId } })
+              : error
+          )
+        )
+
     /** A result settled now: the window is counted from before the settlement, so it never outlasts the stored one. */
     const served = (result: AnalysisResult, settled: Settled, settling: number, input: InputFingerprint): Served => ({
       result,
@@ -275,14 +296,14 @@ export const AnalyzeRequestsLive = Layer.effect(
               error: { code: "result_expired", message: "the 24-hour result recovery window has passed", request_id: claim.requestId }
             })
           case "Pending":
-            return yield* resume(method, claim.requestId, claim.result, input).pipe(
+            return yield* naming(claim.requestId)(resume(method, claim.requestId, claim.result, input)).pipe(
               Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
             )
           case "Started": {
             const { reached, requestId } = claim
             const admitted = admissionOf(limits, inClaim, method.payer, requestId, reached)
             // Every line logged while the analysis runs names it and how it is paid.
-            return yield* observed(attempt(method, requestId, admitted, image, payload, input)).pipe(
+            return yield* observed(naming(requestId)(attempt(method, requestId, admitted, image, payload, input))).pipe(
               Effect.annotateLogs({ request_id: requestId, funding: method.payer.kind })
             )
           }
