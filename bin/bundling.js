@@ -18,7 +18,7 @@ export const NODE_BUNDLE = {
   minifySyntax: true,
   logLevel: "warning",
   // Packages that find their native or WebAssembly files beside their own modules stay in node_modules.
-  external: ["sharp", "@electric-sql/pglite", "@electric-sql/pglite-socket", "msgpackr-extract"],
+  external: ["sharp", "@electric-sql/pglite", "@electric-sql/pglite-socket", "msgpackr-extract", "fs-native-extensions"],
   // The CommonJS dependencies require Node's built-in modules, which an ES module has no `require` for.
   // undici is evaluated only if used (see undici-on-demand.js).
   alias: { undici: fileURLToPath(new URL("./undici-on-demand.js", import.meta.url)) },

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto"
 import { SqlError } from "@effect/sql"
 import { Clock, Context, Duration, Effect, Either, Exit, Fiber, Layer, Metric, Option, Ref, Schedule, Schema } from "effect"
 import { AppConfig } from "../config.ts"
-import { orStorageUnavailable, storageUnavailable } from "../db/storage.ts"
+import { orStorageUnavailableFor, storageUnavailable } from "../db/storage.ts"
 import {
   AnalysisFailed,
   type AnalysisTimeout,
@@ -13,7 +13,7 @@ import {
   type NoFoodDetected,
   PayloadTooLarge,
   type PaymentRequired,
-  type ServiceUnavailable,
+  ServiceUnavailable,
   type TooManyRequests,
   type Unauthorized
 } from "../domain/errors.ts"
@@ -26,7 +26,7 @@ import { logFieldsOf, type ModelCall } from "../model/usage.ts"
 import { analyses, analysisDuration, count, outcomeOf } from "../observability/metrics.ts"
 import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
 import { type Credential, Funding, type FundingMethod, type Save, type Settled } from "./Funding.ts"
-import { AttemptLost, RequestStore, RESULT_RETENTION_MS } from "./RequestStore.ts"
+import { AttemptLost, nextRequestId, RequestStore, RESULT_RETENTION_MS } from "./RequestStore.ts"
 
 /** What makes two requests "the same input"; the image itself is never stored. */
 export const inputFingerprint = (image: Uint8Array, request: AnalyzeRequest): InputFingerprint =>
@@ -121,6 +121,27 @@ export const AnalyzeRequestsLive = Layer.effect(
         (e): e is SqlError.SqlError | AttemptLost => e instanceof SqlError.SqlError || e instanceof AttemptLost,
         (e) => Effect.logError("analysis request storage failed", e).pipe(Effect.zipRight(Effect.fail(storageUnavailable(requestId))))
       )
+
+    /**
+     * Every answer about a recorded attempt names it (SPEC §7): a 503 raised by a step that does not know the attempt
+     * (a reservation, an admission, a consumed credit) gets its id here, and so does storage that failed beyond a
+     * typed error (a rollback on a cut connection dies), which would otherwise reach the transport without it.
+     */
+    const naming =
+      (requestId: RequestId) =>
+      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        effect.pipe(
+          Effect.catchSomeDefect((defect) =>
+            defect instanceof SqlError.SqlError
+              ? Option.some(Effect.logError("analysis request storage failed", defect).pipe(Effect.zipRight(Effect.fail(storageUnavailable(requestId)))))
+              : Option.none()
+          ),
+          Effect.mapError((error) =>
+            error instanceof ServiceUnavailable && error.error.request_id === undefined
+              ? new ServiceUnavailable({ ...error, error: { ...error.error, request_id: requestId } })
+              : error
+          )
+        )
 
     /** A result settled now: the window is counted from before the settlement, so it never outlasts the stored one. */
     const served = (result: AnalysisResult, settled: Settled, settling: number, input: InputFingerprint): Served => ({
@@ -257,6 +278,7 @@ export const AnalyzeRequestsLive = Layer.effect(
         const input = inputFingerprint(image, payload)
         // A new key's admission is decided by the statement that records its attempt.
         const inClaim = yield* limits.inClaim(method.payer)
+        const newRequestId = yield* nextRequestId
         const { abandoned, claim } = yield* store
           .claim({
             payer: method.payer.id,
@@ -264,9 +286,16 @@ export const AnalyzeRequestsLive = Layer.effect(
             fingerprint: input,
             funding: method.payer.kind,
             leaseMs,
-            admission: claimCheck(inClaim)
+            admission: claimCheck(inClaim),
+            requestId: newRequestId
           })
-          .pipe(orStorageUnavailable)
+          .pipe(
+            // The statement may have reached the database and recorded the attempt, its answer lost with the
+            // connection: nobody would close that attempt before its lease ends (64 s of 409 for the retry). It is
+            // closed once storage answers, like any attempt the outage cut off; the caller's 503 names it.
+            Effect.tapError(() => closeWhenStorageReturns(newRequestId)),
+            orStorageUnavailableFor(newRequestId)
+          )
         yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })
         switch (claim._tag) {
           case "Replay":
@@ -293,7 +322,7 @@ export const AnalyzeRequestsLive = Layer.effect(
               error: { code: "result_expired", message: "the 24-hour result recovery window has passed", request_id: claim.requestId }
             })
           case "Pending":
-            return yield* resume(method, claim.requestId, claim.result, input).pipe(
+            return yield* naming(claim.requestId)(resume(method, claim.requestId, claim.result, input)).pipe(
               Effect.annotateLogs({ request_id: claim.requestId, funding: method.payer.kind })
             )
           case "Started": {
@@ -301,7 +330,7 @@ export const AnalyzeRequestsLive = Layer.effect(
             const admitted = admissionOf(limits, inClaim, method.payer, requestId, reached)
             const modelCall = yield* Ref.make<ModelCall | undefined>(undefined)
             // Every line logged while the analysis runs names it and how it is paid.
-            return yield* observed(attempt(method, requestId, admitted, image, payload, input, modelCall), modelCall).pipe(
+            return yield* observed(naming(requestId)(attempt(method, requestId, admitted, image, payload, input, modelCall)), modelCall).pipe(
               Effect.annotateLogs({ request_id: requestId, funding: method.payer.kind })
             )
           }

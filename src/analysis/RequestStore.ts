@@ -43,6 +43,11 @@ export interface ClaimInput {
    * new (NULL when admitted, else the limit reached): one statement and one commit for both.
    */
   readonly admission?: ((requestId: RequestId) => Statement.Fragment) | undefined
+  /**
+   * The id a new attempt is recorded under (a new one when absent): known to the caller before the statement runs, so
+   * that an attempt whose recording committed but whose answer was lost can still be found and closed.
+   */
+  readonly requestId?: RequestId | undefined
 }
 
 /** An attempt whose instance vanished while it ran; its reservation must be given back. */
@@ -68,7 +73,7 @@ const looks = rowsOf(Schema.extend(Attempt, Schema.Struct({ recorded: Schema.Boo
 const abandonedRows = rowsOf(Schema.Struct({ request_id: RequestId, funding: FundingKind }))
 const leaseEnds = rowsOf(Schema.Struct({ lease_until: Schema.NullOr(Schema.DateFromSelf) }))
 /** A new attempt's id: the next id of the `Ids` service (a fixed sequence in tests). */
-const nextRequestId = Effect.map(Ids.next, RequestId.make)
+export const nextRequestId = Effect.map(Ids.next, RequestId.make)
 
 /** The attempt is no longer ours: its lease ran out and it was closed or taken over meanwhile. */
 export class AttemptLost extends Data.TaggedError("AttemptLost")<{ readonly requestId: RequestId }> {}
@@ -208,7 +213,7 @@ export const RequestStoreLive = Layer.effect(
     const claim = (input: ClaimInput) =>
       Effect.gen(function* () {
         const at = yield* now
-        const requestId = yield* nextRequestId
+        const requestId = input.requestId ?? (yield* nextRequestId)
         const first = yield* firstLook(input, requestId, at)
         if (first?.recorded) {
           return { claim: Claim.Started({ requestId, reached: input.admission === undefined ? undefined : first.reached }), abandoned: [] }

@@ -106,10 +106,13 @@ const newInMemory = <A, E, R>(open: (archive: Blob) => Effect.Effect<A, E, R>) =
  */
 const FILLING = "morsel.filling"
 
-/** Everything in a new database's `folder` removed but its lock and its mark: what a try that failed left. */
+/**
+ * Everything in a new database's `folder` removed but its lock (and the lock files of processes starting on it, to be
+ * refused) and its mark: what a try that failed left.
+ */
 const empty = (folder: string) => {
   for (const name of readdirSync(folder)) {
-    if (name !== LOCK_FILE && name !== FILLING) rmSync(join(folder, name), { recursive: true, force: true })
+    if (!name.startsWith(LOCK_FILE) && name !== FILLING) rmSync(join(folder, name), { recursive: true, force: true })
   }
 }
 
@@ -123,7 +126,7 @@ const fillFolder = (folder: string) => {
   const mark = join(folder, FILLING)
   const built = builtArchive()
   const ours = Effect.try({
-    try: () => existsSync(mark) || readdirSync(folder).every((name) => name === LOCK_FILE),
+    try: () => existsSync(mark) || readdirSync(folder).every((name) => name.startsWith(LOCK_FILE)),
     catch: (cause) => new DatabaseUnavailable({ message: `cannot read the embedded database folder ${folder}`, cause })
   })
   const unpacked = (archive: string) =>

@@ -1,100 +1,115 @@
-/** One process per embedded data folder: a lock file naming the holder's process, taken before the database opens. */
-import { closeSync, existsSync, linkSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs"
+/**
+ * One process per embedded data folder, held by a lock the kernel keeps for the process and drops when it dies:
+ * an exclusive open-file-description lock (fcntl F_OFD_SETLK) on `morsel.pid`, taken before the database opens.
+ */
+import { closeSync, fstatSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs"
+import { randomUUID } from "node:crypto"
+import { createRequire } from "node:module"
 import { join, resolve } from "node:path"
 import { Data, Effect, Schedule } from "effect"
 
 export const LOCK_FILE = "morsel.pid"
-/** Held by the one process that may remove a lock left by a process that is gone. */
-const TAKEOVER_FILE = `${LOCK_FILE}.takeover`
 
 export class DataFolderInUse extends Data.TaggedError("DataFolderInUse")<{ readonly message: string }> {}
 
-/** Another process is taking the folder over right now: its outcome decides this start. */
+/** Another process is taking over a lock left by a process that is gone: its outcome decides this start. */
 class Contended extends Data.TaggedError("Contended") {}
+
+interface FileLocks {
+  /** Locks `length` bytes of the file from `offset` (exclusive unless `shared`); false when another holds them. */
+  readonly tryLock: (fd: number, offset: number, length: number, options?: { readonly shared?: boolean }) => boolean
+}
+
+/** Loaded when first used: the command's other work does not load its native module. */
+let locks: FileLocks | undefined
+const fileLocks = (): FileLocks => {
+  locks ??= createRequire(import.meta.url)("fs-native-extensions") as FileLocks
+  return locks
+}
+
+/**
+ * Byte 0 of a lock file is held (exclusively) by the process that wrote it, for its whole life: a process that can
+ * lock it shared knows that process is gone. Byte 1 is held by the one process replacing a file whose writer is gone.
+ */
+const HOLDER = 0
+const TAKEOVER = 1
 
 const hasCode = (error: unknown, code: string) => error instanceof Error && "code" in error && error.code === code
 
-/** Whether a process of that id is running (one we may not signal is running too). */
-const isRunning = (pid: number): boolean => {
+const sameFile = (fd: number, path: string) => {
   try {
-    process.kill(pid, 0)
-    return true
+    const [held, named] = [fstatSync(fd), statSync(path)]
+    return held.ino === named.ino && held.dev === named.dev
   } catch (error) {
-    return hasCode(error, "EPERM")
+    if (hasCode(error, "ENOENT")) return false
+    throw error
   }
 }
 
-const holderOf = (path: string): number | undefined => {
-  try {
-    const pid = Number.parseInt(readFileSync(path, "utf8").trim(), 10)
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
-  } catch {
-    return undefined
-  }
+/** Whether the process that wrote the lock file open at `fd` still holds it (a lock the kernel dropped when it died). */
+const isHeld = (fd: number) => {
+  const { tryLock } = fileLocks()
+  return !tryLock(fd, HOLDER, 1, { shared: true })
 }
 
-/** A holder that is neither gone nor this process (a killed container's process id can come back as ours). */
-const isLive = (holder: number | undefined): holder is number => holder !== undefined && holder !== process.pid && isRunning(holder)
+const holderOf = (fd: number) => {
+  const pid = Number.parseInt(readFileSync(fd, "utf8").trim(), 10)
+  return Number.isSafeInteger(pid) && pid > 0 ? String(pid) : "unknown"
+}
 
 /**
- * Creates `path` naming this process; false when it exists. The file is written aside and linked into place, so
- * that nobody ever reads it empty; where the file system has no links, it is created and then written.
+ * A lock file of this process, not yet in place: its process id written and its byte 0 held, so that the moment
+ * it appears at `morsel.pid` it is held and names its holder.
  */
-const create = (path: string): boolean => {
-  const aside = `${path}.${process.pid}`
+const ownFile = (path: string) => {
+  // Named apart from every other process's, those of another PID namespace sharing the folder too.
+  const aside = `${path}.${randomUUID()}`
+  const fd = openSync(aside, "wx+", 0o600)
   try {
-    writeFileSync(aside, `${process.pid}\n`, { mode: 0o600 })
-    linkSync(aside, path)
-    return true
+    writeSync(fd, `${process.pid}\n`)
+    if (!fileLocks().tryLock(fd, HOLDER, 1)) throw new Error(`cannot lock ${aside}`)
+    return { aside, fd }
   } catch (error) {
-    if (hasCode(error, "EEXIST")) return false
-    if (!hasCode(error, "EPERM") && !hasCode(error, "ENOTSUP") && !hasCode(error, "EOPNOTSUPP")) throw error
-  } finally {
+    closeSync(fd)
     rmSync(aside, { force: true })
-  }
-  try {
-    const fd = openSync(path, "wx", 0o600)
-    try {
-      writeSync(fd, `${process.pid}\n`)
-    } finally {
-      closeSync(fd)
-    }
-    return true
-  } catch (error) {
-    if (hasCode(error, "EEXIST")) return false
     throw error
   }
 }
 
 /**
- * One attempt at the folder's lock. A lock held by a running process stops the start. One left by a process that
- * is gone is removed only by the process holding the takeover file, after it read the same holder again: two
- * servers starting together on a crashed server's folder can never both hold it, as they could when each removed
- * what it had found stale (the other's new lock among them).
+ * One attempt at the folder's lock with this process's `own` file. Where there is no lock file, it is linked into
+ * place (atomically: only one process creates it). A lock file whose writer still holds it stops the start, naming
+ * that process. One whose writer is gone is replaced (renamed over, atomically) by the one process holding its byte
+ * 1, after checking that it is still the file in place: only the holder of the file in place ever replaces or
+ * removes it, so two processes never both hold the folder, whatever the order of their steps.
  */
-const attempt = (folder: string) =>
+const attempt = (folder: string, own: { readonly aside: string; readonly fd: number }) =>
   Effect.try({
-    try: (): string => {
+    try: (): void => {
       const path = join(folder, LOCK_FILE)
-      if (create(path)) return path
-      const stale = holderOf(path)
-      if (isLive(stale)) {
-        throw new DataFolderInUse({
-          message: `the embedded database in ${folder} is in use by another morsel process (pid ${stale}): stop it, or set MORSEL_DATA_DIR to another folder`
-        })
+      try {
+        linkSync(own.aside, path)
+        return
+      } catch (error) {
+        if (!hasCode(error, "EEXIST")) throw error
       }
-      const takeover = join(folder, TAKEOVER_FILE)
-      if (!create(takeover)) {
-        // A takeover left by a process that died in it is cleared for the next attempt.
-        if (!isLive(holderOf(takeover))) rmSync(takeover, { force: true })
-        throw new Contended()
+      let fd: number
+      try {
+        fd = openSync(path, "r+")
+      } catch (error) {
+        if (hasCode(error, "ENOENT")) throw new Contended() // removed by its holder meanwhile: try again
+        throw error
       }
       try {
-        if (holderOf(path) === stale) rmSync(path, { force: true })
-        if (create(path)) return path
-        throw new Contended()
+        if (isHeld(fd)) {
+          throw new DataFolderInUse({
+            message: `the embedded database in ${folder} is in use by another morsel process (pid ${holderOf(fd)}): stop it, or set MORSEL_DATA_DIR to another folder`
+          })
+        }
+        if (!fileLocks().tryLock(fd, TAKEOVER, 1) || !sameFile(fd, path)) throw new Contended()
+        renameSync(own.aside, path)
       } finally {
-        rmSync(takeover, { force: true })
+        closeSync(fd)
       }
     },
     catch: (error) =>
@@ -103,37 +118,68 @@ const attempt = (folder: string) =>
         : new DataFolderInUse({ message: `cannot lock the embedded database folder ${folder}: ${String(error)}` })
   })
 
+/** Removes the lock file while still holding it (so nobody takes a file about to go), then lets it go. */
+const release = (path: string, fd: number) =>
+  Effect.sync(() => {
+    try {
+      if (sameFile(fd, path)) rmSync(path, { force: true })
+    } finally {
+      closeSync(fd)
+    }
+  })
+
 /**
- * Holds `dataDir` for this process until the scope closes. A lock left by a process that is gone (a crash, a
- * killed container whose process id came back as ours) is taken over; one held by a running process stops the
- * start. While another process takes the folder over, the start waits up to 2 s for its outcome.
+ * Holds `dataDir` for this process until the scope closes. The kernel drops the lock when the process dies (a
+ * crash, a killed container), so a folder left that way is taken over by the next start; a folder held by a running
+ * process stops the start. While another process takes the folder over, the start waits up to 2 s for its outcome.
  */
 export const lockDataFolder = (dataDir: string) => {
   const folder = resolve(dataDir)
-  return Effect.acquireRelease(
-    attempt(folder).pipe(
-      Effect.retry({ schedule: Schedule.spaced("20 millis"), times: 100, while: (error) => error._tag === "Contended" }),
-      Effect.catchTag("Contended", () =>
-        Effect.fail(new DataFolderInUse({ message: `the embedded database in ${folder} is being opened by another morsel process; try again` }))
-      )
-    ),
-    (path) => Effect.sync(() => (holderOf(path) === process.pid ? rmSync(path, { force: true }) : undefined))
+  const path = join(folder, LOCK_FILE)
+  const taken = Effect.acquireUseRelease(
+    Effect.try({
+      try: () => ownFile(path),
+      catch: (error) => new DataFolderInUse({ message: `cannot lock the embedded database folder ${folder}: ${String(error)}` })
+    }),
+    (own) =>
+      attempt(folder, own).pipe(
+        Effect.retry({ schedule: Schedule.spaced("20 millis"), times: 100, while: (error) => error._tag === "Contended" }),
+        Effect.catchTag("Contended", () =>
+          Effect.fail(new DataFolderInUse({ message: `the embedded database in ${folder} is being opened by another morsel process; try again` }))
+        ),
+        Effect.as(own.fd)
+      ),
+    // The file is in place under its own name now, or it was never placed: the aside name goes either way, and the
+    // descriptor too when the folder was not taken.
+    (own, exit) =>
+      Effect.sync(() => {
+        rmSync(own.aside, { force: true })
+        if (exit._tag === "Failure") closeSync(own.fd)
+      })
   )
+  return Effect.acquireRelease(taken, (fd) => release(path, fd))
 }
 
 /**
- * Whether `folder` was left by a process that is gone: its lock names a process no longer running, or it has no lock
- * and has not changed for `unlockedAfterMs` (its process died before taking it).
+ * Whether `folder` was left by a process that is gone: the process that wrote its lock no longer holds it (the
+ * kernel's answer, the same from another PID namespace sharing the file system), or it has no lock and has not
+ * changed for `unlockedAfterMs` (its process died before taking it).
  */
 export const isAbandoned = (folder: string, unlockedAfterMs: number): boolean => {
-  const path = join(folder, LOCK_FILE)
-  if (existsSync(path)) {
-    const holder = holderOf(path)
-    return holder !== undefined && holder !== process.pid && !isRunning(holder)
+  let fd: number
+  try {
+    fd = openSync(join(folder, LOCK_FILE), "r")
+  } catch (error) {
+    if (!hasCode(error, "ENOENT")) return false
+    try {
+      return Date.now() - statSync(folder).mtimeMs > unlockedAfterMs
+    } catch {
+      return false
+    }
   }
   try {
-    return Date.now() - statSync(folder).mtimeMs > unlockedAfterMs
-  } catch {
-    return false
+    return !isHeld(fd)
+  } finally {
+    closeSync(fd)
   }
 }

@@ -185,6 +185,41 @@ describe.skipIf(!realPostgresUrl)("PostgreSQL faults under the built service", (
     expect(paidTransfers.every((t) => t.value === PRICE)).toBe(true)
   }, 240_000)
 
+  it("cut just after it recorded an analysis's attempt (the answer lost): the caller's 503 carries the request, and its retry is served within seconds of the return", async () => {
+    const { proxy, stripe } = world
+    const creditKey = await boughtKey(server.url, stripe)
+    const auth = { authorization: `Bearer ${creditKey}` }
+    // Fresh connections, on which the statement that records an attempt is sent with its text.
+    proxy.cut()
+    const tally = new Tally()
+    const outcomes: Array<{ status: number | undefined; body: unknown; convergedMs: number }> = []
+    for (let round = 0; round < 3; round++) {
+      const key = `claim-cut-${round}-${randomUUID()}`
+      const analyze = (t: Tally) => call(t, "analyze credit", `${server.url}/v1/analyze`, { headers: { ...auth, "idempotency-key": key }, body: body(), deadlineMs: DEADLINE_MS })
+      const cut = proxy.cutAfter("INSERT INTO analysis_requests")
+      const first = analyze(tally)
+      await cut
+      await sleep(1_000 + Math.random() * 1_000)
+      proxy.pass()
+      const back = Date.now()
+      const answered = await first
+      expect(answered?.status, JSON.stringify(answered?.body)).toBe(503)
+      // The database recorded the attempt: the answer names it (SPEC §7).
+      expect(answered?.body).toMatchObject({ error: { code: "storage_unavailable", request_id: expect.any(String) } })
+      let retried = await analyze(tally)
+      while ((retried?.status === 409 || retried?.status === 503) && Date.now() - back < LEASE_MS + 15_000) {
+        await sleep(1_000)
+        retried = await analyze(tally)
+      }
+      outcomes.push({ status: retried?.status, body: retried?.body, convergedMs: Date.now() - back })
+    }
+    console.log(`[faults] attempt recorded, answer cut: ${JSON.stringify(outcomes.map((o) => ({ status: o.status, convergedMs: o.convergedMs })))}`)
+    for (const outcome of outcomes) {
+      expect(outcome.status, JSON.stringify(outcome.body)).toBe(200)
+      expect(outcome.convergedMs).toBeLessThan(10_000)
+    }
+  }, 300_000)
+
   it("stalled for 36 s (connections open, nothing moves): every request is answered within 18 s (an analysis 33 s), then served again at once", async () => {
     const { proxy, stripe } = world
     const key = await boughtKey(server.url, stripe)

@@ -20,6 +20,12 @@ export interface PgProxy {
   readonly cut: () => number
   /** Hold each chunk this long in each direction (0: none): slow queries without touching the server. */
   readonly delay: (ms: number) => void
+  /**
+   * The next time a client sends a statement containing `text`, passes it on, then cuts every connection and refuses
+   * new ones (as `refuse`): the database runs the statement (and commits it, if it is one of its own), its answer is
+   * lost. Resolves when that happened.
+   */
+  readonly cutAfter: (text: string) => Promise<void>
   readonly mode: () => ProxyMode
   readonly stats: () => { readonly accepted: number; readonly refused: number; readonly cut: number; readonly open: number }
   readonly close: () => Promise<void>
@@ -39,8 +45,27 @@ export const startPgProxy = async (target: string): Promise<PgProxy> => {
   let delayMs = 0
   const counts = { accepted: 0, refused: 0, cut: 0 }
 
-  const pipe = (from: Socket, to: Socket) => {
+  let cutOn: { readonly text: string; readonly done: () => void } | undefined
+  /** The database's answers are dropped (from the statement `cutAfter` waited for until the connections are cut). */
+  let deaf = false
+
+  const pipe = (from: Socket, to: Socket, fromClient: boolean) => {
     from.on("data", (chunk: Buffer) => {
+      if (fromClient && cutOn !== undefined && chunk.includes(cutOn.text)) {
+        const { done } = cutOn
+        cutOn = undefined
+        mode = "refuse"
+        deaf = true
+        // Written, and given a moment to arrive, before every connection goes.
+        to.write(chunk, () =>
+          setTimeout(() => {
+            cut()
+            done()
+          }, 20)
+        )
+        return
+      }
+      if (!fromClient && deaf) return
       if (delayMs === 0) to.write(chunk)
       else setTimeout(() => to.writable && to.write(chunk), delayMs)
     })
@@ -60,8 +85,8 @@ export const startPgProxy = async (target: string): Promise<PgProxy> => {
       client.pause()
       upstream.pause()
     }
-    pipe(client, upstream)
-    pipe(upstream, client)
+    pipe(client, upstream, true)
+    pipe(upstream, client, false)
     const end = () => {
       pairs.delete(pair)
       client.destroy()
@@ -97,6 +122,7 @@ export const startPgProxy = async (target: string): Promise<PgProxy> => {
     },
     pass: () => {
       mode = "pass"
+      deaf = false
       for (const { client, upstream } of pairs) {
         client.resume()
         upstream.resume()
@@ -116,6 +142,7 @@ export const startPgProxy = async (target: string): Promise<PgProxy> => {
     delay: (ms) => {
       delayMs = ms
     },
+    cutAfter: (text) => new Promise<void>((done) => (cutOn = { text, done })),
     mode: () => mode,
     stats: () => ({ ...counts, open: pairs.size }),
     close: () =>
