@@ -1,6 +1,13 @@
 /** The seam through which an analysis is paid for: the credential a request carries, the rails that take it, and Funding composed of them. */
 import { Context, Data, Effect, Either, Option, Redacted } from "effect"
-import { type Conflict, InvalidRequest, type PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
+import {
+  type Conflict,
+  InvalidRequest,
+  type PaymentRequired,
+  type ServiceUnavailable,
+  type TooManyRequests,
+  type Unauthorized
+} from "../domain/errors.ts"
 import type { RequestId } from "../domain/ids.ts"
 import type { FundingKind, Payer } from "../domain/payer.ts"
 
@@ -15,8 +22,11 @@ export const PaymentProof = Data.taggedEnum<PaymentProof>()
 export type Credential = Data.TaggedEnum<{
   /** Nothing: the answer is the price challenge. */
   None: Record<never, never>
-  /** A credit key from `Authorization: Bearer <key>`; None when the header holds no Bearer key. */
-  Bearer: { readonly key: Option.Option<Redacted.Redacted<string>> }
+  /**
+   * A credit key from `Authorization: Bearer <key>`; None when the header holds no Bearer key. `client` is the
+   * address it came from as the per-address limits count it (src/http/clientAddress.ts): unknown keys spend its allowance.
+   */
+  Bearer: { readonly key: Option.Option<Redacted.Redacted<string>>; readonly client: string }
   /** A per-call payment, as it arrived. */
   Payment: { readonly payment: PaymentProof }
 }>
@@ -35,13 +45,14 @@ const bothSent = new InvalidRequest({
   error: { code: "invalid_request", message: "send either Authorization (credits) or PAYMENT-SIGNATURE (x402), not both" }
 })
 
-/** The credential of a request from its Authorization header and its payment; a request is paid one way only. */
+/** The credential of a request from its Authorization header and its payment, sent by `client`; a request is paid one way only. */
 export const credentialOf = (
   authorization: Option.Option<string>,
-  payment: Option.Option<PaymentProof>
+  payment: Option.Option<PaymentProof>,
+  client: string
 ): Either.Either<Credential, InvalidRequest> => {
   if (Option.isSome(authorization) && Option.isSome(payment)) return Either.left(bothSent)
-  if (Option.isSome(authorization)) return Either.right(Credential.Bearer({ key: bearerKey(authorization.value) }))
+  if (Option.isSome(authorization)) return Either.right(Credential.Bearer({ key: bearerKey(authorization.value), client }))
   if (Option.isSome(payment)) return Either.right(Credential.Payment({ payment: payment.value }))
   return Either.right(Credential.None())
 }
@@ -104,7 +115,7 @@ export class Funding extends Context.Tag("morsel/Funding")<
     /** The method that pays with a key or a payment (the sandbox refuses some pairings with InvalidRequest). */
     readonly identify: (
       credential: BearerCredential | PaymentCredential
-    ) => Effect.Effect<FundingMethod, Unauthorized | PaymentRequired | InvalidRequest | ServiceUnavailable>
+    ) => Effect.Effect<FundingMethod, Unauthorized | TooManyRequests | PaymentRequired | InvalidRequest | ServiceUnavailable>
     /** The 402 answer for a request that carries no funding (x402 challenge, or x402 switched off). */
     readonly challenge: Effect.Effect<never, PaymentRequired>
     /** Give back the reservation of an attempt whose instance vanished mid-analysis; idempotent. */
@@ -116,7 +127,7 @@ export class Funding extends Context.Tag("morsel/Funding")<
 
 /** Funding over its two rails: a Bearer key pays with card credits, a payment with x402. */
 export const fundingOf = (rails: {
-  readonly credit: FundingRail<BearerCredential, Unauthorized | ServiceUnavailable>
+  readonly credit: FundingRail<BearerCredential, Unauthorized | TooManyRequests | ServiceUnavailable>
   readonly x402: FundingRail<PaymentCredential, PaymentRequired | ServiceUnavailable> & PriceChallenge
 }) => {
   /** A key out of credits is told it may pay per call: 402 insufficient_credits carrying the x402 challenge. */

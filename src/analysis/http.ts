@@ -2,7 +2,9 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Clock, Effect, Option, Schema } from "effect"
 import { AnalysisResult } from "../domain/schemas.ts"
+import { AppConfig } from "../config.ts"
 import { MorselApi } from "../http/Api.ts"
+import { makeClientAddress } from "../http/clientAddress.ts"
 import { ReplayCache, replayKey } from "../http/fastLane.ts"
 import { setResponseHeader } from "../http/headers.ts"
 import { withRetryAfter } from "../limits/http.ts"
@@ -15,6 +17,7 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
   Effect.gen(function* () {
     const requests = yield* AnalyzeRequests
     const replays = yield* ReplayCache
+    const clientAddress = makeClientAddress((yield* AppConfig).trustedProxies)
 
     /** The same request (credential, Idempotency-Key and input) is answered from this instance's memory while the result may be replayed. */
     const remember = ({ input, paymentResponse, replayableUntil, result }: Served) =>
@@ -28,13 +31,17 @@ export const AnalysisHttpLive = HttpApiBuilder.group(MorselApi, "analysis", (han
     return handlers.handle(
       "analyze",
       ({ headers, payload }) =>
-        requests
-          .analyze({
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          requests.analyze({
             idempotencyKey: headers["idempotency-key"],
-            credential: credentialOf(Option.fromNullable(headers.authorization), Option.map(Option.fromNullable(headers["payment-signature"]), (text) => PaymentProof.Encoded({ text }))),
+            credential: credentialOf(
+              Option.fromNullable(headers.authorization),
+              Option.map(Option.fromNullable(headers["payment-signature"]), (text) => PaymentProof.Encoded({ text })),
+              clientAddress(request)
+            ),
             payload
           })
-          .pipe(
+        ).pipe(
             Effect.tap(remember),
             Effect.tap(({ paymentResponse }) =>
               Option.match(paymentResponse, { onNone: () => Effect.void, onSome: (value) => setResponseHeader("payment-response", value) })

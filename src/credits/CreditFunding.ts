@@ -3,8 +3,9 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Metric, Option } from "effect"
 import type { BearerCredential, FundingMethod, FundingRail, Reservation, Save, Settled } from "../analysis/Funding.ts"
 import { AppConfig, type Settings } from "../config.ts"
-import { Conflict, PaymentRequired, type ServiceUnavailable, type Unauthorized } from "../domain/errors.ts"
+import { Conflict, PaymentRequired, type ServiceUnavailable, TooManyRequests, type Unauthorized } from "../domain/errors.ts"
 import type { KeyFingerprint } from "../domain/ids.ts"
+import { CreditCapacity } from "../limits/Capacity.ts"
 import { creditsConsumed } from "../observability/metrics.ts"
 import { invalidKey, orStorageUnavailable, orStorageUnavailableFor, paymentsUnavailable, storageUnavailable, supportSentence } from "./failures.ts"
 import { KeyFingerprints, payerIdOf } from "./keys.ts"
@@ -34,8 +35,11 @@ const KNOWN_KEYS = 10_000
 
 export class CreditFunding extends Context.Tag("morsel/credits/CreditFunding")<
   CreditFunding,
-  FundingRail<BearerCredential, Unauthorized | ServiceUnavailable>
+  FundingRail<BearerCredential, Unauthorized | TooManyRequests | ServiceUnavailable>
 >() {}
+
+/** An address past its allowance for unknown keys: analyze's 429, a minute's wait. */
+const unknownKeysLimited = (message: string) => new TooManyRequests({ error: { code: "rate_limited", message } })
 
 export const CreditFundingLive = Layer.effect(
   CreditFunding,
@@ -45,6 +49,7 @@ export const CreditFundingLive = Layer.effect(
     const processor = yield* Processor
     const settings = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
+    const capacity = yield* CreditCapacity
 
     // An account, once opened, is never removed (paused keys are refused when they reserve): a key seen to exist
     // needs no further read to be identified, so a replay with a known key touches the database once.
@@ -110,15 +115,22 @@ export const CreditFundingLive = Layer.effect(
         )
     })
 
-    /** A known key of this server's mode → its funding method; anything else → 401 invalid_key. */
-    const identify = ({ key }: BearerCredential): Effect.Effect<FundingMethod, Unauthorized | ServiceUnavailable> =>
+    /**
+     * A known key of this server's mode → its funding method; anything else → 401 invalid_key. A well-formed key
+     * the service does not know first spends its client address's allowance, the one the credit endpoints count
+     * (30 a minute): past it, 429 rate_limited. Known keys never touch it.
+     */
+    const identify = ({ client, key }: BearerCredential): Effect.Effect<FundingMethod, Unauthorized | TooManyRequests | ServiceUnavailable> =>
       Effect.gen(function* () {
         if (!processor.enabled) return yield* Effect.fail(paymentsUnavailable(settings))
         const fingerprint = Option.flatMap(key, keys.fingerprint)
         if (Option.isNone(fingerprint)) return yield* Effect.fail(invalidKey())
         if (known.has(fingerprint.value)) return methodFor(fingerprint.value)
         const account = yield* ledger.account(fingerprint.value)
-        if (Option.isNone(account)) return yield* Effect.fail(invalidKey())
+        if (Option.isNone(account)) {
+          yield* Effect.mapError(capacity.admitUnknownKey(keys.digest(`address:${client}`)), (refused) => unknownKeysLimited(refused.error.message))
+          return yield* Effect.fail(invalidKey())
+        }
         remember(fingerprint.value)
         return methodFor(fingerprint.value)
       }).pipe(orStorageUnavailable)

@@ -16,7 +16,8 @@ import { WebhooksLive } from "./webhooks.ts"
 
 /** Every credits service on the given card processor; needs AppConfig, SqlClient and what the processor needs. */
 export const CreditsServicesWith = <P, E, R>(processor: Layer.Layer<P | Processor, E, R>) =>
-  Layer.mergeAll(WebhooksLive, CreditFundingLive, FeedbackLive, CreditCapacityLive).pipe(
+  Layer.mergeAll(WebhooksLive, CreditFundingLive, FeedbackLive).pipe(
+    Layer.provideMerge(CreditCapacityLive),
     Layer.provideMerge(CheckoutLive),
     Layer.provideMerge(Layer.mergeAll(LedgerLive, KeyFingerprintsLive, processor))
   )

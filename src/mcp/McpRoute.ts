@@ -4,6 +4,7 @@ import type { CallToolResult, Server } from "@modelcontextprotocol/server"
 import { Cause, Effect, Either, Exit, Option, Runtime } from "effect"
 import { type AnalyzeError, AnalyzeRequests } from "../analysis/AnalyzeRequests.ts"
 import { credentialOf } from "../analysis/Funding.ts"
+import { makeClientAddress } from "../http/clientAddress.ts"
 import { AppConfig, type Settings } from "../config.ts"
 import { Processor } from "../credits/Processor.ts"
 import { MAX_BODY_BYTES } from "../domain/bodies.ts"
@@ -90,6 +91,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     const requests = yield* AnalyzeRequests
     const settings = yield* AppConfig
     const tool = toolDefinition(settings.publicBaseUrl)
+    const clientAddress = makeClientAddress(settings.trustedProxies)
     const forTool = toolChallenge(settings.publicBaseUrl + MCP_PATH)
     const failed = (failure: AnalyzeError) => errorResult(failure, forTool)
     const cards = yield* Effect.serviceOption(Processor)
@@ -103,7 +105,12 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     }
 
     /** One tool call through the shared pipeline; every typed failure becomes a tool error, never a protocol error. */
-    const analyzeFood = (sdk: Sdk, authorization: Option.Option<string>, args: unknown, meta: Readonly<Record<string, unknown>> | undefined) =>
+    const analyzeFood = (
+      sdk: Sdk,
+      from: { readonly authorization: Option.Option<string>; readonly client: string },
+      args: unknown,
+      meta: Readonly<Record<string, unknown>> | undefined
+    ) =>
       Effect.gen(function* () {
         const downloaded = yield* Effect.either(withDownloadedImage(args, settings.mcpFiles))
         if (Either.isLeft(downloaded)) return failed(downloaded.left)
@@ -111,15 +118,15 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         if (Either.isLeft(input)) return failed(input.left)
         const { idempotency_key, ...payload } = input.right
         return yield* requests
-          .analyze({ idempotencyKey: idempotency_key, credential: credentialOf(authorization, paymentOf(meta)), payload })
+          .analyze({ idempotencyKey: idempotency_key, credential: credentialOf(from.authorization, paymentOf(meta), from.client), payload })
           .pipe(Effect.match({ onFailure: failed, onSuccess: successResult }))
       }).pipe(
         Effect.withSpan(`mcp tools/call ${TOOL_NAME}`),
         (traced) => Option.match(parentSpanOf(sdk, meta), { onNone: () => traced, onSome: (parent) => Effect.withParentSpan(traced, parent) })
       )
 
-    /** A fresh server per HTTP request (both eras are stateless), holding the request's Authorization header. */
-    const serverFor = (sdk: Sdk, runtime: Runtime.Runtime<never>, authorization: Option.Option<string>) => {
+    /** A fresh server per HTTP request (both eras are stateless), holding the request's Authorization header and client address. */
+    const serverFor = (sdk: Sdk, runtime: Runtime.Runtime<never>, from: { readonly authorization: Option.Option<string>; readonly client: string }) => {
       const { ProtocolError, ProtocolErrorCode } = sdk
       const server = new sdk.Server(
         { name: "morsel", title: "morsel food-photo nutrition", version: SERVICE_VERSION, icons: ICONS, websiteUrl: settings.publicBaseUrl },
@@ -148,7 +155,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
       server.setRequestHandler("tools/call", async (request): Promise<CallToolResult> => {
         if (request.params.name !== TOOL_NAME) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name}`)
         // Its own fiber, not the HTTP request's: a caller who hangs up does not cancel a paid analysis (as on REST).
-        const exit = await Runtime.runPromiseExit(runtime)(analyzeFood(sdk, authorization, request.params.arguments, request.params._meta))
+        const exit = await Runtime.runPromiseExit(runtime)(analyzeFood(sdk, from, request.params.arguments, request.params._meta))
         if (Exit.isSuccess(exit)) return server.projectCallToolResult(exit.value, tool.outputSchema)
         await Runtime.runPromise(runtime)(Effect.logError("analyze_food failed unexpectedly", Cause.pretty(exit.cause)))
         throw new ProtocolError(ProtocolErrorCode.InternalError, "internal error; retry the same call with the same idempotency_key")
@@ -188,7 +195,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
                 headers: request.headers
               })
         const runtime = yield* Effect.runtime<never>()
-        const server = () => serverFor(sdk, runtime, Option.fromNullable(request.headers["authorization"]))
+        const server = () => serverFor(sdk, runtime, { authorization: Option.fromNullable(request.headers["authorization"]), client: clientAddress(request) })
         const isLegacy = yield* Effect.promise(() => sdk.isLegacyRequest(web, parsedBody, { maxRequestBodySize: MAX_BODY_BYTES }))
         if (isLegacy) return HttpServerResponse.fromWeb(yield* legacy(sdk, server(), web, parsedBody))
         // 2026-07-28: every request carries its protocol version and client in `_meta`. The tool sends nothing before

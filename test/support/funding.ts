@@ -4,8 +4,8 @@ import { Effect, Ref } from "effect"
 import { bearerKey, Credential, PaymentProof, type Save } from "../../src/analysis/Funding.ts"
 import { RequestId } from "../../src/domain/ids.ts"
 
-/** The credential of an `Authorization` header value. */
-export const bearerCredential = (authorization: string) => Credential.Bearer({ key: bearerKey(authorization) })
+/** The credential of an `Authorization` header value, sent from `client`. */
+export const bearerCredential = (authorization: string, client = "127.0.0.1") => Credential.Bearer({ key: bearerKey(authorization), client })
 
 /** The credential of a `PAYMENT-SIGNATURE` header value. */
 export const paymentCredential = (paymentSignature: string) => Credential.Payment({ payment: PaymentProof.Encoded({ text: paymentSignature }) })
