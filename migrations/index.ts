@@ -9,6 +9,7 @@ import creditReversals from "./0007_credit_reversals.ts"
 import dropTrigrams from "./0008_drop_pg_trgm.ts"
 import foodDescriptors from "./0009_food_descriptors.ts"
 import slotReleaseOnSave from "./0010_slot_release_on_save.ts"
+import foodNutrients from "./0011_food_nutrients.ts"
 
 export const migrations = {
   "0001_core": core,
@@ -20,5 +21,6 @@ export const migrations = {
   "0007_credit_reversals": creditReversals,
   "0008_drop_pg_trgm": dropTrigrams,
   "0009_food_descriptors": foodDescriptors,
-  "0010_slot_release_on_save": slotReleaseOnSave
+  "0010_slot_release_on_save": slotReleaseOnSave,
+  "0011_food_nutrients": foodNutrients
 }
