@@ -10,6 +10,7 @@ import dropTrigrams from "./0008_drop_pg_trgm.ts"
 import foodDescriptors from "./0009_food_descriptors.ts"
 import slotReleaseOnSave from "./0010_slot_release_on_save.ts"
 import foodNutrients from "./0011_food_nutrients.ts"
+import foodLimits from "./0012_food_limits.ts"
 
 export const migrations = {
   "0001_core": core,
@@ -22,5 +23,6 @@ export const migrations = {
   "0008_drop_pg_trgm": dropTrigrams,
   "0009_food_descriptors": foodDescriptors,
   "0010_slot_release_on_save": slotReleaseOnSave,
-  "0011_food_nutrients": foodNutrients
+  "0011_food_nutrients": foodNutrients,
+  "0012_food_limits": foodLimits
 }

@@ -35,6 +35,7 @@ type FoodRow = typeof FoodRow.Type
 const foodRows = rowsOf(FoodRow)
 const importIds = rowsOf(Schema.Struct({ import_id: Schema.String }))
 const sourceCounts = rowsOf(Schema.Struct({ source: FoodSource, foods: Schema.Number, portions: Schema.Number }))
+const importPaths = rowsOf(Schema.Struct({ path: Schema.String }))
 const searches = rowsOf(Schema.Struct({ fdc_ids: Schema.String }))
 
 const toRow = (record: FoodRecord, importId: string, at: Date) => ({
@@ -133,6 +134,26 @@ export const removeStale = (source: FoodSource, dataTypes: ReadonlyArray<string>
     return rows[0]?.n ?? 0
   })
 
+/** Removes the foods an import labelled `label` stored that no later import brought again (USDA's own files replace the shipped copy). */
+export const removeImportedAs = (label: string, keep: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* countRows(sql`
+      WITH gone AS (
+        DELETE FROM foods WHERE import_id <> ${keep} AND import_id IN (SELECT import_id FROM food_imports WHERE path = ${label})
+        RETURNING 1
+      ) SELECT count(*)::int AS n FROM gone`)
+    return rows[0]?.n ?? 0
+  })
+
+/** What serves the foods: the path or label of the newest import, and how many foods the database holds. */
+export const foodData = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const labels = yield* importPaths(sql`SELECT path FROM food_imports ORDER BY finished_at DESC, import_id DESC LIMIT 1`)
+  const counts = yield* countRows(sql`SELECT count(*)::int AS n FROM foods WHERE source <> 'fdc_api'`)
+  return { label: labels[0]?.path, foods: counts[0]?.n ?? 0 }
+})
+
 export const recordImport = (importId: string, path: string, foods: number, portions: number) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -162,7 +183,11 @@ export const loadRecords = (sources: ReadonlyArray<FoodSource> = ["sr28", "fdc"]
       WHERE source IN ${sql.in(sources)} ORDER BY source, source_id, seq`)) {
       const key = `${p.source}:${p.source_id}`
       // Units repeat ("cup", "oz", "1 large"): one string each.
-      const unit = units.get(p.unit) ?? (units.set(p.unit, p.unit), p.unit)
+      let unit = units.get(p.unit)
+      if (unit === undefined) {
+        unit = p.unit
+        units.set(unit, unit)
+      }
       const list = portions.get(key) ?? []
       list.push({ amount: p.amount, unit, grams: p.grams })
       portions.set(key, list)
