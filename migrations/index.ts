@@ -9,6 +9,8 @@ import creditReversals from "./0007_credit_reversals.ts"
 import dropTrigrams from "./0008_drop_pg_trgm.ts"
 import foodDescriptors from "./0009_food_descriptors.ts"
 import slotReleaseOnSave from "./0010_slot_release_on_save.ts"
+import foodNutrients from "./0011_food_nutrients.ts"
+import foodLimits from "./0012_food_limits.ts"
 import modelCalls from "./0013_model_calls.ts"
 import creditGrantsByKey from "./0014_credit_grants_by_key.ts"
 
@@ -23,6 +25,8 @@ export const migrations = {
   "0008_drop_pg_trgm": dropTrigrams,
   "0009_food_descriptors": foodDescriptors,
   "0010_slot_release_on_save": slotReleaseOnSave,
+  "0011_food_nutrients": foodNutrients,
+  "0012_food_limits": foodLimits,
   "0013_model_calls": modelCalls,
   "0014_credit_grants_by_key": creditGrantsByKey
 }

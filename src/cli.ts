@@ -9,6 +9,7 @@ import { admin } from "./cli/admin.ts"
 import { analyze } from "./cli/analyze.ts"
 import { CliFailure } from "./cli/client.ts"
 import { credits } from "./cli/credits.ts"
+import { foods, nutrition } from "./cli/foods.ts"
 import { readUsage } from "./cli/usage.ts"
 import { model } from "./model/cli.ts"
 import { AppConfig, AppConfigFromEnv, AppConfigLive } from "./config.ts"
@@ -73,7 +74,7 @@ const fooddb = fooddbCommand.pipe(Command.provide(Database.layer.pipe(Layer.prov
 const definedEnv = () => Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined))
 
 export const morsel = Command.make("morsel").pipe(
-  Command.withSubcommands([serve, migrate, key, fooddb, analyze, credits, admin, model]),
+  Command.withSubcommands([serve, migrate, key, fooddb, analyze, credits, foods, nutrition, admin, model]),
   Command.withDescription("food-photo nutrition estimates, paid per call over x402 or with prepaid card credits")
 )
 

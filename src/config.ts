@@ -17,6 +17,8 @@ export interface Limits {
   readonly feedbackGlobalPerDay: number
   readonly creditsPerKeyPerMinute: number
   readonly creditsGlobalPerMinute: number
+  /** Food search, food lookups and nutrition (REST and MCP) per client address and per key, each per minute. */
+  readonly foodsPerMinute: number
 }
 
 export interface Operator {
@@ -204,7 +206,8 @@ const limits: Config.Config<Limits> = Config.all({
   feedbackGlobalPerDay: positiveInt("LIMIT_FEEDBACK_GLOBAL_PER_DAY", 1000),
   // Far above what a client checking its balance or buying a pack needs; low enough that a loop cannot swamp Stripe.
   creditsPerKeyPerMinute: positiveInt("LIMIT_CREDITS_PER_KEY_PER_MINUTE", 60),
-  creditsGlobalPerMinute: positiveInt("LIMIT_CREDITS_GLOBAL_PER_MINUTE", 600)
+  creditsGlobalPerMinute: positiveInt("LIMIT_CREDITS_GLOBAL_PER_MINUTE", 600),
+  foodsPerMinute: positiveInt("LIMIT_FOODS_PER_MINUTE", 120)
 })
 
 const stripe = Config.all({

@@ -21,6 +21,7 @@ import * as Database from "./db/Database.ts"
 import { SharedClockLive } from "./db/sharedClock.ts"
 import type { FoodDb } from "./foods/FoodDb.ts"
 import { FoodDbLive } from "./foods/FoodDbLive.ts"
+import { FoodsHttpLive } from "./foods/http.ts"
 import { MorselApi } from "./http/Api.ts"
 import { DocsRoute } from "./http/docs.ts"
 import { HealthHttpLive } from "./http/health.ts"
@@ -37,7 +38,7 @@ import { PaymentResolutions } from "./x402/Reconciler.ts"
 import { type ChainServices, X402Funding, X402Layer } from "./x402/X402Funding.ts"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(MorselApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([HealthHttpLive, AnalysisHttpLive, CreditsApiLive])
+  Layer.provide([HealthHttpLive, AnalysisHttpLive, CreditsApiLive, FoodsHttpLive])
 )
 
 const NotFoundRoute = HttpLayerRouter.add("*", "*", (request) =>

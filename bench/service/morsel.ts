@@ -71,7 +71,7 @@ const storeFoodsOnce = Layer.effectDiscard(
   Effect.gen(function* () {
     const present = (yield* countFoods).reduce((n, row) => n + row.foods, 0)
     if (present === 0) {
-      const [{ storeFoods }, records] = yield* Effect.promise(() => Promise.all([import("../../src/foods/commonFoods.ts"), foodRecords()]))
+      const [{ storeFoods }, records] = yield* Effect.promise(() => Promise.all([import("../../src/foods/shipped.ts"), foodRecords()]))
       yield* storeFoods(records, "benchmark foods")
     }
   })

@@ -86,7 +86,7 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()(
 
 export class NotFound extends Schema.TaggedError<NotFound>()(
   "NotFound",
-  { error: detail("not_found", "order_not_found", "request_not_found") },
+  { error: detail("not_found", "order_not_found", "request_not_found", "food_not_found") },
   HttpApiSchema.annotations({ status: 404, description: "Nothing owned by this key matches" })
 ) {}
 

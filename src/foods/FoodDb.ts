@@ -1,6 +1,7 @@
 /** The seam to the food-composition database: match an English component query to a food record. */
 import { Context, type Effect, type Option } from "effect"
 import type { Nutrition } from "../domain/schemas.ts"
+import type { FoodRecord } from "./records.ts"
 
 export interface FoodQuery {
   /** English food-database text from the vision model, e.g. "white rice, cooked". */
@@ -24,5 +25,11 @@ export class FoodDb extends Context.Tag("morsel/FoodDb")<
     readonly matcherVersion: string
     /** None when no record is trustworthy enough; the item then keeps the model's numbers. */
     readonly match: (query: FoodQuery) => Effect.Effect<Option.Option<FoodMatch>>
+    /** The local foods for a text as a person means it, the plain everyday record first; at most `limit`. */
+    readonly search: (text: string, limit: number) => Effect.Effect<ReadonlyArray<FoodRecord>>
+    /** The record a text names without any estimate to judge by (a food typed in words), or None. */
+    readonly named: (text: string) => Effect.Effect<Option.Option<FoodRecord>>
+    /** One local food by its id (`fdc_id` of an analysis item). */
+    readonly food: (fdcId: string) => Effect.Effect<Option.Option<FoodRecord>>
   }
 >() {}

@@ -7,6 +7,8 @@ import { FoodDb, type FoodQuery } from "./FoodDb.ts"
 import { buildIndex, type FoodIndex, MATCHER_VERSION, matchIn } from "./matcher.ts"
 import type { FoodRecord } from "./records.ts"
 import { latestImport, loadRecords } from "./repository.ts"
+import { foodIn, namedIn, searchIn } from "./search.ts"
+import { loadShippedFoods } from "./shipped.ts"
 
 /** How often a running server checks whether another process imported foods (then it reloads its index). */
 export const FOOD_INDEX_REFRESH = Duration.seconds(30)
@@ -15,19 +17,36 @@ export const FOOD_INDEX_REFRESH = Duration.seconds(30)
 export const FoodDbMemory = (records: ReadonlyArray<FoodRecord>) =>
   Layer.sync(FoodDb, () => {
     const index = buildIndex(records)
-    return { matcherVersion: MATCHER_VERSION, match: (query: FoodQuery) => Effect.sync(() => matchIn(index, query)) }
+    return { matcherVersion: MATCHER_VERSION, match: (query: FoodQuery) => Effect.sync(() => matchIn(index, query)), ...readersOf(Effect.succeed(index)) }
   })
+
+/** Search, names and lookups over the index of the moment. */
+const readersOf = (index: Effect.Effect<FoodIndex>) => ({
+  search: (text: string, limit: number) => Effect.map(index, (i) => searchIn(i, text, limit)),
+  named: (text: string) => Effect.map(index, (i) => namedIn(i, text)),
+  food: (fdcId: string) => Effect.map(index, (i) => foodIn(i, fdcId))
+})
+
+/** Search, names and lookups of a FoodDb without foods (for test doubles of `match`). */
+export const noFoods = {
+  search: () => Effect.succeed([]),
+  named: () => Effect.succeed(Option.none()),
+  food: () => Effect.succeed(Option.none())
+}
 
 /** A FoodDb that never matches: every item keeps the model's numbers (`nutrition_source: "ai"`). */
 export const FoodDbEmpty = Layer.succeed(FoodDb, {
   matcherVersion: `${MATCHER_VERSION}+empty`,
-  match: () => Effect.succeed(Option.none())
+  match: () => Effect.succeed(Option.none()),
+  ...noFoods
 })
 
 export interface FoodDbLiveOptions {
   /** The live FoodData Central API for queries the local records cannot answer. */
   readonly fdcApi?: FdcApiSettings
   readonly refresh?: Duration.DurationInput
+  /** Store the shipped copy of SR28 first when the database holds no foods (the server and the sandbox do). */
+  readonly shipped?: boolean
 }
 
 /** The live FoodDb with explicit options: index loaded at start, reloaded when a newer import is seen. */
@@ -36,6 +55,7 @@ export const makeFoodDbLive = (options: FoodDbLiveOptions = {}) =>
     FoodDb,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      if (options.shipped === true) yield* loadShippedFoods
       const load = Effect.gen(function* () {
         const importId = yield* latestImport
         const records = yield* loadRecords()
@@ -72,13 +92,20 @@ export const makeFoodDbLive = (options: FoodDbLiveOptions = {}) =>
                       Effect.provideService(SqlClient.SqlClient, sql)
                     )
               )
-      return { matcherVersion: api === undefined ? MATCHER_VERSION : `${MATCHER_VERSION}+fdc-api`, match }
+      return {
+        matcherVersion: api === undefined ? MATCHER_VERSION : `${MATCHER_VERSION}+fdc-api`,
+        match,
+        ...readersOf(Effect.map(Ref.get(state), (s) => s.index))
+      }
     })
   )
 
-/** The live FoodDb as the server uses it: the FoodData Central API is on when FDC_API_KEY is set. */
+/** The live FoodDb as the server uses it: the shipped SR28 copy on a first start, the FoodData Central API when FDC_API_KEY is set. */
 export const FoodDbLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (settings) =>
-    makeFoodDbLive(Option.isSome(settings.fdcApiKey) ? { fdcApi: { apiKey: settings.fdcApiKey.value, baseUrl: FDC_API_BASE } } : {})
+    makeFoodDbLive({
+      shipped: true,
+      ...(Option.isSome(settings.fdcApiKey) ? { fdcApi: { apiKey: settings.fdcApiKey.value, baseUrl: FDC_API_BASE } } : {})
+    })
   )
 )

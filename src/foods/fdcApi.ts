@@ -2,9 +2,9 @@
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Clock, Duration, Effect, Option, Redacted, Ref } from "effect"
 import { HOUR_MS, makeLocalAllowance } from "../limits/window.ts"
-import type { FoodRecord, NutrientAccumulator } from "./records.ts"
-import { toNutrition } from "./records.ts"
+import { addMore, type FoodRecord, type NutrientAccumulator, toMore, toNutrition } from "./records.ts"
 import { cachedSearch, storeSearch } from "./repository.ts"
+import { FDC_MORE, SR_MORE } from "./sources.ts"
 
 export const FDC_API_BASE = "https://api.nal.usda.gov/fdc"
 
@@ -27,7 +27,7 @@ const API_DATA_TYPE_NAMES: Record<string, string> = {
 }
 
 /** Nutrient ids (and the legacy nutrient numbers) we read from a search hit. */
-const NUTRIENT_KEYS: Record<string, keyof NutrientAccumulator> = {
+const NUTRIENT_KEYS: Record<string, Exclude<keyof NutrientAccumulator, "more">> = {
   "1008": "kcal",
   "208": "kcal",
   "2048": "kcalAtwaterSpecific",
@@ -64,6 +64,8 @@ export const recordFromSearchHit = (food: SearchFood): FoodRecord | undefined =>
     if (typeof n.value !== "number" || String(n.unitName ?? "").toLowerCase() === "kj") continue
     const key = NUTRIENT_KEYS[String(n.nutrientId ?? "")] ?? NUTRIENT_KEYS[String(n.nutrientNumber ?? "")]
     if (key !== undefined && nutrients[key] === undefined) nutrients[key] = n.value
+    const more = FDC_MORE[String(n.nutrientId ?? "")] ?? SR_MORE[String(n.nutrientNumber ?? "")]
+    if (more !== undefined) addMore(nutrients, more, n.value)
   }
   const per100g = toNutrition(nutrients)
   if (per100g === undefined) return undefined
@@ -79,6 +81,7 @@ export const recordFromSearchHit = (food: SearchFood): FoodRecord | undefined =>
     manufacturer: null,
     surveyed: dataType !== "SR Legacy",
     per100g,
+    more: toMore(nutrients),
     portions: []
   }
 }

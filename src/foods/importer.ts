@@ -2,7 +2,8 @@
 import { Clock, Console, Data, Effect, Runtime } from "effect"
 import { Ids } from "../ids.ts"
 import type { FoodRecord } from "./records.ts"
-import { BATCH_SIZE, recordImport, removeStale, upsertBatch } from "./repository.ts"
+import { BATCH_SIZE, recordImport, removeImportedAs, removeStale, upsertBatch } from "./repository.ts"
+import { SHIPPED_LABEL } from "./shipped.ts"
 import { readFdc, readSr28, locateDatasets } from "./sources.ts"
 
 export class FoodImportError extends Data.TaggedError("FoodImportError")<{
@@ -67,6 +68,8 @@ export const importFoods = (path: string, options: ImportOptions = {}) =>
       if (removed > 0) progress(`${dataset.label}: removed ${removed} foods no longer in the download`)
       imported.push({ label: dataset.label, kind: dataset.kind, foods: records.length, portions, removed })
     }
+    const shippedRemoved = yield* removeImportedAs(SHIPPED_LABEL, importId)
+    if (shippedRemoved > 0) progress(`removed ${shippedRemoved.toLocaleString("en-US")} foods of the shipped SR28 copy that this import replaces`)
     const foods = imported.reduce((n, d) => n + d.foods, 0)
     const portions = imported.reduce((n, d) => n + d.portions, 0)
     yield* recordImport(importId, path, foods, portions)

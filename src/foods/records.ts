@@ -30,8 +30,31 @@ export interface FoodRecord {
   /** The food is used in dietary surveys (SR28 Survey flag, or an FNDDS/Foundation record): an everyday food. */
   readonly surveyed: boolean
   readonly per100g: Nutrition
+  /** The nutrients served beside the four of an analysis; absent, every one is unknown. */
+  readonly more?: MoreNutrients
   readonly portions: ReadonlyArray<FoodPortion>
 }
+
+/** The nutrients served by food search and nutrition beside SPEC's four, each with its unit in its name. */
+export const MORE_NUTRIENTS = [
+  "fiber_g",
+  "sugars_g",
+  "saturated_fat_g",
+  "sodium_mg",
+  "cholesterol_mg",
+  "potassium_mg",
+  "calcium_mg",
+  "iron_mg",
+  "vitamin_c_mg"
+] as const
+export type MoreNutrient = (typeof MORE_NUTRIENTS)[number]
+
+/** Per 100 g; null where the record does not give the nutrient (never 0 for "unknown"). */
+export type MoreNutrients = { readonly [K in MoreNutrient]: number | null }
+
+export const UNKNOWN_NUTRIENTS: MoreNutrients = Object.freeze(
+  Object.fromEntries(MORE_NUTRIENTS.map((n) => [n, null])) as { [K in MoreNutrient]: null }
+)
 
 /** Energy, protein, fat and carbohydrate of one record, as collected from nutrient rows. */
 export interface NutrientAccumulator {
@@ -42,6 +65,23 @@ export interface NutrientAccumulator {
   protein?: number
   fat?: number
   carbs?: number
+  more?: { [K in MoreNutrient]?: number }
+}
+
+/** Sets one of the more nutrients, unless the source already gave it (FoodData Central may list sugars twice). */
+export const addMore = (acc: NutrientAccumulator, key: MoreNutrient, value: number) => {
+  if (!Number.isFinite(value) || value < 0) return
+  acc.more ??= {}
+  acc.more[key] ??= value
+}
+
+/** The more nutrients of a record, unknown where the source did not give them; one shared object when it gave none. */
+export const toMore = (acc: NutrientAccumulator | undefined): MoreNutrients => {
+  const more = acc?.more
+  if (more === undefined) return UNKNOWN_NUTRIENTS
+  const out: { [K in MoreNutrient]: number | null } = { ...UNKNOWN_NUTRIENTS }
+  for (const key of MORE_NUTRIENTS) out[key] = more[key] ?? null
+  return out
 }
 
 const nonNegative = (n: number | undefined) => (n !== undefined && Number.isFinite(n) && n > 0 ? n : 0)

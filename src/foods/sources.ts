@@ -5,7 +5,7 @@ import { basename, dirname, join, relative } from "node:path"
 import { createInterface } from "node:readline"
 import { Readable } from "node:stream"
 import { type Options, parse } from "csv-parse"
-import { type FoodPortion, type FoodRecord, type NutrientAccumulator, toNutrition } from "./records.ts"
+import { addMore, type FoodPortion, type FoodRecord, type MoreNutrient, type NutrientAccumulator, toMore, toNutrition } from "./records.ts"
 import { listZip, openZipEntry } from "./zip.ts"
 
 /** One download found under the given path: the files of one folder, opened on demand. */
@@ -145,7 +145,22 @@ const required = async (dataset: Dataset, file: string) => {
 const sr28Rows = (stream: Readable) =>
   delimited<ReadonlyArray<string>>(stream, { delimiter: "^", quote: "~", escape: "~", encoding: "latin1" })
 
-const SR_NUTRIENTS: Record<string, keyof NutrientAccumulator> = { "208": "kcal", "203": "protein", "204": "fat", "205": "carbs" }
+type Macro = Exclude<keyof NutrientAccumulator, "more">
+
+const SR_NUTRIENTS: Record<string, Macro> = { "208": "kcal", "203": "protein", "204": "fat", "205": "carbs" }
+
+/** SR28 nutrient numbers (NUTR_DEF.txt) of the nutrients served beside the four: units g, g, g, then mg. */
+export const SR_MORE: Record<string, MoreNutrient> = {
+  "291": "fiber_g",
+  "269": "sugars_g",
+  "606": "saturated_fat_g",
+  "307": "sodium_mg",
+  "601": "cholesterol_mg",
+  "306": "potassium_mg",
+  "301": "calcium_mg",
+  "303": "iron_mg",
+  "401": "vitamin_c_mg"
+}
 
 const blankToNull = (s: string | undefined) => (s === undefined || s.trim() === "" ? null : s.trim())
 
@@ -201,15 +216,18 @@ export const readSr28 = async (dataset: Dataset, progress: Progress): Promise<Re
   const nutrientData = Readable.from(
     recordsMentioning(
       await required(dataset, "NUT_DATA.txt"),
-      { encoding: "latin1", quote: "~", header: false, needles: Object.keys(SR_NUTRIENTS).map((n) => `~${n}~`) },
+      { encoding: "latin1", quote: "~", header: false, needles: [...Object.keys(SR_NUTRIENTS), ...Object.keys(SR_MORE)].map((n) => `~${n}~`) },
       seen
     )
   )
   for await (const [ndb, nutrient, value] of sr28Rows(nutrientData)) {
     const key = SR_NUTRIENTS[nutrient ?? ""]
-    if (key === undefined) continue
+    const more = SR_MORE[nutrient ?? ""]
+    if (key === undefined && more === undefined) continue
     const food = ndb === undefined ? undefined : foods.get(ndb)
-    if (food !== undefined && value !== undefined && value !== "") food.nutrients[key] = Number(value)
+    if (food === undefined || value === undefined || value === "") continue
+    if (key !== undefined) food.nutrients[key] = Number(value)
+    else if (more !== undefined) addMore(food.nutrients, more, Number(value))
   }
   progress(`${dataset.label}: NUT_DATA.txt ${count(nutrientLines)} lines`)
   let portionCount = 0
@@ -238,6 +256,7 @@ export const readSr28 = async (dataset: Dataset, progress: Progress): Promise<Re
       manufacturer: blankToNull(fields[5]),
       surveyed: fields[6] === "Y",
       per100g,
+      more: toMore(nutrients),
       portions
     })
   }
@@ -256,7 +275,24 @@ const csvRows = (stream: Readable) =>
 /** The FoodData Central data types we load: generic foods, never the branded products. */
 export const FDC_DATA_TYPES = ["foundation_food", "sr_legacy_food", "survey_fndds_food"] as const
 
-const FDC_NUTRIENTS: Record<string, keyof NutrientAccumulator> = {
+/**
+ * FoodData Central nutrient ids (nutrient.csv) of the nutrients served beside the four. Sugars: 2000 "Sugars, total
+ * including NLEA" (SR Legacy, FNDDS) or 1063 "Sugars, Total" (Foundation), whichever the food has first.
+ */
+export const FDC_MORE: Record<string, MoreNutrient> = {
+  "1079": "fiber_g",
+  "2000": "sugars_g",
+  "1063": "sugars_g",
+  "1258": "saturated_fat_g",
+  "1093": "sodium_mg",
+  "1253": "cholesterol_mg",
+  "1092": "potassium_mg",
+  "1087": "calcium_mg",
+  "1089": "iron_mg",
+  "1162": "vitamin_c_mg"
+}
+
+const FDC_NUTRIENTS: Record<string, Macro> = {
   "1008": "kcal",
   "2048": "kcalAtwaterSpecific",
   "2047": "kcalAtwaterGeneral",
@@ -314,16 +350,19 @@ export const readFdc = async (dataset: Dataset, progress: Progress): Promise<Rea
   const nutrientData = Readable.from(
     recordsMentioning(
       await required(dataset, "food_nutrient.csv"),
-      { encoding: "utf8", quote: '"', header: true, needles: Object.keys(FDC_NUTRIENTS) },
+      { encoding: "utf8", quote: '"', header: true, needles: [...Object.keys(FDC_NUTRIENTS), ...Object.keys(FDC_MORE)] },
       seen
     )
   )
   for await (const row of csvRows(nutrientData)) {
     const key = FDC_NUTRIENTS[row["nutrient_id"] ?? ""]
-    if (key === undefined) continue
+    const more = FDC_MORE[row["nutrient_id"] ?? ""]
+    if (key === undefined && more === undefined) continue
     const food = foods.get(row["fdc_id"] ?? "")
     const amount = row["amount"] ?? ""
-    if (food !== undefined && amount !== "") food.nutrients[key] = Number(amount)
+    if (food === undefined || amount === "") continue
+    if (key !== undefined) food.nutrients[key] = Number(amount)
+    else if (more !== undefined) addMore(food.nutrients, more, Number(amount))
   }
   progress(`${dataset.label}: food_nutrient.csv ${count(nutrientRows)} rows`)
   const portionStream = await dataset.open("food_portion.csv")
@@ -357,6 +396,7 @@ export const readFdc = async (dataset: Dataset, progress: Progress): Promise<Rea
       manufacturer: null,
       surveyed: food.dataType !== "sr_legacy_food",
       per100g,
+      more: toMore(food.nutrients),
       portions: food.portions
     })
   }

@@ -31,6 +31,7 @@ import {
   Health,
   IdempotencyKey
 } from "../domain/schemas.ts"
+import { FoodsGroup } from "../foods/api.ts"
 
 export const API_VERSION = "1.0.0"
 
@@ -230,6 +231,7 @@ export class MorselApi extends HttpApi.make("morsel")
   .add(HealthGroup)
   .add(AnalysisGroup)
   .add(CreditsGroup)
+  .add(FoodsGroup)
   .addError(Forbidden)
   .annotate(OpenApi.Title, "morsel")
   .annotate(OpenApi.Transform, documentTransport)

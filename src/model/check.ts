@@ -12,7 +12,7 @@ import { describeResult, printJson } from "../cli/output.ts"
 import { AppConfig } from "../config.ts"
 import { RequestId } from "../domain/ids.ts"
 import type { AnalysisResult } from "../domain/schemas.ts"
-import { commonFoods } from "../foods/commonFoods.ts"
+import { shippedFoods } from "../foods/shipped.ts"
 import { FoodDbMemory } from "../foods/FoodDbLive.ts"
 import { CHECK_PHOTO } from "./checkPhoto.ts"
 import { describeModelCall } from "./settings.ts"
@@ -123,6 +123,6 @@ export const runCheck = (options: CheckOptions) =>
     if (!verdict.works) process.exitCode = 1
   }).pipe(
     Effect.provide(
-      AnalyzerLive.pipe(Layer.provide(Layer.mergeAll(VisionModelLive, FoodDbMemory(commonFoods()))))
+      AnalyzerLive.pipe(Layer.provide(Layer.mergeAll(VisionModelLive, FoodDbMemory(shippedFoods()))))
     )
   )

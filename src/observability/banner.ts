@@ -1,9 +1,9 @@
 /** The start-up banner: where the service listens, on which database, and which parts are on (or the setting that turns each on). */
-import { SqlClient } from "@effect/sql"
 import { Console, Effect, Option, Redacted } from "effect"
 import type { Settings } from "../config.ts"
-import { countRows } from "../db/rows.ts"
 import { describeModelCall } from "../model/settings.ts"
+import { foodData } from "../foods/repository.ts"
+import { SHIPPED_LABEL } from "../foods/shipped.ts"
 
 export interface Part {
   readonly name: string
@@ -17,6 +17,8 @@ export interface StartFacts {
   readonly database: string
   readonly parts: ReadonlyArray<Part>
   readonly foods: number
+  /** What serves the foods: the label of the newest import ("USDA SR28 (shipped copy)", or the path imported). */
+  readonly foodData?: string | undefined
 }
 
 const hostOf = (url: string) => (URL.canParse(url) ? new URL(url).host : url)
@@ -76,25 +78,31 @@ export const bannerText = (facts: StartFacts): string => {
     ...facts.parts.map((p) => row(p.name, `${p.on ? "on " : "off"}  ${p.detail}`)),
     row(
       "food records",
-      facts.foods > 0 ? `${facts.foods.toLocaleString("en-US")} USDA foods` : "none: items keep the model's numbers; import with `morsel fooddb import <dir|zip>`"
+      facts.foods > 0
+        ? `${facts.foods.toLocaleString("en-US")} USDA foods: ${foodDataText(facts.foodData)}`
+        : "none: items keep the model's numbers; import with `morsel fooddb import <dir|zip>`"
     )
   ].join("\n")
 }
 
-const foodCount = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  countRows(sql`SELECT count(*)::int AS n FROM foods`).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
-).pipe(Effect.orElseSucceed(() => 0))
+/** The shipped copy by its name; an import by where it came from. */
+const foodDataText = (label: string | undefined) =>
+  label === undefined ? "imported" : label === SHIPPED_LABEL ? `${label}; \`morsel fooddb import\` replaces it` : `imported from ${label}`
+
+const foodFacts = foodData.pipe(Effect.orElseSucceed(() => ({ foods: 0, label: undefined })))
 
 /** Says how the service started: text on stdout for a person (LOG_FORMAT=pretty), else one JSON log line. */
 export const announce = (settings: Settings, address: string) =>
   Effect.gen(function* () {
-    const facts: StartFacts = { address, database: databaseOf(settings), parts: partsOf(settings), foods: yield* foodCount }
+    const food = yield* foodFacts
+    const facts: StartFacts = { address, database: databaseOf(settings), parts: partsOf(settings), foods: food.foods, foodData: food.label }
     if (settings.logFormat === "pretty") return yield* Console.log(bannerText(facts))
     yield* Effect.logInfo("morsel started").pipe(
       Effect.annotateLogs({
         address: facts.address,
         database: facts.database,
         food_records: facts.foods,
+        ...(facts.foods > 0 && facts.foodData !== undefined ? { food_data: facts.foodData } : {}),
         ...Object.fromEntries(facts.parts.map((p) => [p.name.replace(/ /g, "_"), p.on ? (p.name === "model call" ? p.detail : "on") : `off: ${p.detail}`]))
       })
     )

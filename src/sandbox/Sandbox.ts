@@ -10,7 +10,7 @@ import { AppConfig, AppConfigFromEnv, type Settings } from "../config.ts"
 import { ProcessorMemory } from "../credits/ProcessorMemory.ts"
 import { SandboxCheckoutLive, SandboxCheckoutRoutes } from "../credits/sandbox.ts"
 import * as Database from "../db/Database.ts"
-import { loadCommonFoods, storeFoods } from "../foods/commonFoods.ts"
+import { storeFoods } from "../foods/shipped.ts"
 import { makeFoodDbLive } from "../foods/FoodDbLive.ts"
 import { loadRecords } from "../foods/repository.ts"
 import { LimitsLive } from "../limits/Limits.ts"
@@ -65,14 +65,15 @@ export const sandboxConfig = (env: Readonly<Record<string, string | undefined>>)
 const importedFoods = (dataDir: string) =>
   Effect.scoped(Effect.flatMap(Database.embedded(dataDir, { serving: true }), (target) => loadRecords().pipe(Effect.provide(Database.layerFor(target)))))
 
-/** The sandbox's food database: the foods imported in `dataDir` when it holds some, else the shipped USDA subset. */
+/** The sandbox's food database: the foods imported in `dataDir` when it holds some, else the shipped copy of SR28 (as a server's first start). */
 const sandboxFoods = (dataDir: Option.Option<string>) =>
-  makeFoodDbLive().pipe(
+  makeFoodDbLive({ shipped: true }).pipe(
     Layer.provide(
       Layer.effectDiscard(
         Effect.gen(function* () {
           const imported = Option.isSome(dataDir) ? yield* importedFoods(dataDir.value) : []
-          const stored = imported.length > 0 ? yield* storeFoods(imported, dataDir.pipe(Option.getOrElse(() => ""))) : yield* loadCommonFoods
+          if (imported.length === 0) return
+          const stored = yield* storeFoods(imported, dataDir.pipe(Option.getOrElse(() => "")))
           yield* Effect.logInfo("sandbox foods loaded").pipe(Effect.annotateLogs({ foods: stored }))
         })
       )
@@ -109,7 +110,7 @@ export const banner = (settings: Settings, url: string, foodsFrom: Option.Option
       onSome: () =>
         `  vision model  yours: ${settings.openai.model} at ${Option.getOrElse(settings.openai.baseUrl, () => "OpenAI")} (OPENAI_API_KEY is set); payments stay simulated`
     }),
-    `  foods         ${Option.match(foodsFrom, { onNone: () => "a shipped subset of everyday USDA SR28 foods", onSome: (dir) => `the foods imported in ${dir} (else the shipped USDA subset)` })}`,
+    `  foods         ${Option.match(foodsFrom, { onNone: () => "USDA SR28 (shipped copy), 8,789 foods", onSome: (dir) => `the foods imported in ${dir} (else USDA SR28, shipped copy)` })}`,
     `  card credits  in-memory card processor: keys morsel_test_…, sessions cs_test_…, paid on ${url}/sandbox/checkout/{session_id}`,
     `  x402          in-memory Base USDC (eip155:8453): every wallet starts with 100 USDC; balance at ${url}/sandbox/wallets/{address}`,
     `  database      a new one of its own, in the temporary directory: everything is gone when the sandbox stops`,

@@ -11,13 +11,15 @@ import { errorCode, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice, modelItem, noFood } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
+import { noFoods } from "../../src/foods/FoodDbLive.ts"
 
 const OLIVE_OIL = { fdcId: "171413", name: "Oil, olive, salad or cooking", per100g: { kcal: 884, protein_g: 0, carbs_g: 0, fat_g: 100 } }
 
 /** A one-record food database: olive oil is matched, everything else keeps the model's numbers. */
 const oliveOilOnly = Layer.succeed(FoodDb, {
   matcherVersion: "test-matcher-1",
-  match: ({ query }) => Effect.succeed(query === "oil, olive" ? Option.some(OLIVE_OIL) : Option.none())
+  match: ({ query }) => Effect.succeed(query === "oil, olive" ? Option.some(OLIVE_OIL) : Option.none()),
+  ...noFoods
 })
 
 const KEY = "Bearer memory_alice"

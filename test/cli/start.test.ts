@@ -50,7 +50,8 @@ describe("npm start", () => {
           card_credits: "off: set STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET",
           x402: "off: set X402_PAY_TO with X402_SETTLER_PRIVATE_KEY or X402_FACILITATOR_URL",
           metrics: "off: set METRICS=on",
-          food_records: 0
+          food_records: 8789,
+          food_data: "USDA SR28 (shipped copy)"
         }
       })
     } finally {

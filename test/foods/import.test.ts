@@ -55,6 +55,22 @@ describe("food import", () => {
         // Foundation foods carry no 1008 energy: the Atwater specific-factor value (2048) is used.
         expect(hummus).toMatchObject({ description: "Hummus, commercial", kcal: 229, protein_g: 7.35, fat_g: 17.1, carbs_g: 14.9 })
         expect(rows.find((r) => r.source_id === "169756")).toMatchObject({ kcal: 130, fat_g: 0.28 })
+        // The nutrients beside the four: a 0 the record gives stays 0, one it lacks is null.
+        const records = yield* loadRecords(["fdc"])
+        expect(records.find((r) => r.sourceId === "169756")!.more).toEqual({
+          fiber_g: 0.4,
+          sugars_g: 0.05,
+          saturated_fat_g: 0.077,
+          sodium_mg: 1,
+          cholesterol_mg: 0,
+          potassium_mg: 35,
+          calcium_mg: 10,
+          iron_mg: 1.2,
+          vitamin_c_mg: null
+        })
+        // Foundation foods give total sugars as 1063.
+        expect(records.find((r) => r.sourceId === "321358")!.more).toMatchObject({ sugars_g: 0.34, sodium_mg: 426, fiber_g: null })
+        expect(records.find((r) => r.sourceId === "2705523")!.more).toMatchObject({ fiber_g: null, sodium_mg: null })
         expect(rows.find((r) => r.source_id === "2708412")!.description).toBe('Caesar salad, "classic", with romaine and croutons')
         const sql = yield* SqlClient.SqlClient
         const portions = yield* sql<{ source_id: string; unit: string; grams: number }>`
@@ -138,6 +154,19 @@ describe("food import", () => {
           // LanguaL's food source and product type are kept, without source notes or the numbered SR group entries.
           const kasha = (yield* loadRecords()).find((r) => r.sourceId === "20010")
           expect(kasha).toMatchObject({ commonNames: "kasha", descriptors: "MILLED GRAIN OR STARCH PRODUCT; BUCKWHEAT" })
+          const riceRecord = (yield* loadRecords()).find((r) => r.sourceId === "20045")!
+          expect(riceRecord.more).toEqual({
+            fiber_g: 0.4,
+            sugars_g: 0.05,
+            saturated_fat_g: 0.077,
+            sodium_mg: 1,
+            cholesterol_mg: 0,
+            potassium_mg: 35,
+            calcium_mg: 10,
+            iron_mg: 1.2,
+            vitamin_c_mg: 0
+          })
+          expect(riceRecord.portions[0]).toEqual({ amount: 1, unit: "cup", grams: 158 })
           const second = yield* importFoods(SR28_DIR, quiet)
           expect(second.datasets[0]!.removed).toBe(0)
           expect(yield* countFoods).toEqual([{ source: "sr28", foods: 8789, portions: 15438 }])

@@ -8,14 +8,15 @@ import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { type Answer, errorCode, isRecord, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { Server, serverLayer } from "../support/server.ts"
+import { noFoods } from "../../src/foods/FoodDbLive.ts"
 
-const noFoods = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone })
+const noMatches = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone, ...noFoods })
 
 const TRUSTED = "https://app.example.com"
 
 const ServerUnderTest = serverLayer({
   env: { TRUSTED_ORIGINS: TRUSTED },
-  dependencies: Layer.mergeAll(VisionModelLive, noFoods, FundingMemory({}), LimitsUnlimited)
+  dependencies: Layer.mergeAll(VisionModelLive, noMatches, FundingMemory({}), LimitsUnlimited)
 })
 
 const call = (path: string, init?: Parameters<typeof send>[1]) =>

@@ -12,11 +12,12 @@ import { makeImage } from "../support/images.ts"
 import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { chickenRice } from "../support/meals.ts"
 import { Server, serverLayer, startServer } from "../support/server.ts"
+import { noFoods } from "../../src/foods/FoodDbLive.ts"
 
 const ServerUnderTest = serverLayer({
   dependencies: Layer.mergeAll(
     VisionModelLive,
-    Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone }),
+    Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone, ...noFoods }),
     FundingMemory({ alice: 1 }),
     LimitsUnlimited
   )
@@ -156,7 +157,7 @@ describe("hostile bodies", () => {
       fake.setFallback(Reply.answer(chickenRice))
       const funding = yield* Layer.build(FundingMemory({ alice: 2 }))
       // A food database that breaks in a way nobody planned for.
-      const broken = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.dieMessage("index corrupted") })
+      const broken = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.dieMessage("index corrupted"), ...noFoods })
       const { url } = yield* startServer({
         env: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url },
         dependencies: Layer.mergeAll(VisionModelLive, broken, Layer.succeedContext(funding), LimitsUnlimited)

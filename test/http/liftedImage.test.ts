@@ -13,6 +13,7 @@ import { decodeDataUrl, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { type Answer, errorCode, isRecord, send } from "../support/http.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
+import { noFoods } from "../../src/foods/FoodDbLive.ts"
 
 /** A parse's answer: its value, the key it refused as repeated, or the fact that it threw. */
 const parsed = (parse: () => unknown) => {
@@ -227,7 +228,7 @@ describe("a body's image lifted out of its JSON", () => {
         env: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url },
         dependencies: Layer.mergeAll(
           VisionModelLive,
-          Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone }),
+          Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone, ...noFoods }),
           Layer.succeedContext(funding),
           LimitsUnlimited
         )

@@ -9,8 +9,9 @@ import { makeImage } from "../support/images.ts"
 import { otlpReceiver, spansOf } from "../support/otlp.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
+import { noFoods } from "../../src/foods/FoodDbLive.ts"
 
-const noFoods = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone })
+const noMatches = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone, ...noFoods })
 const image = await makeImage(64, 48, "png")
 
 /** A vision model that reads the meal in English and gives a broken answer in Lithuanian. */
@@ -22,7 +23,7 @@ const vision = Layer.succeed(VisionModel, {
       : Effect.succeed(chickenRice)
 })
 
-const dependencies = Layer.mergeAll(vision, noFoods, FundingMemory({ alice: 5 }), LimitsUnlimited)
+const dependencies = Layer.mergeAll(vision, noMatches, FundingMemory({ alice: 5 }), LimitsUnlimited)
 
 const analyze = (url: string, key: string, language: "en" | "lt" = "en") =>
   send(`${url}/v1/analyze`, {

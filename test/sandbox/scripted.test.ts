@@ -4,7 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Option, Schema, TestClock } from "effect"
 import { type ModelAnswer, ModelAnswerSchema, VisionModel, type VisionInput } from "../../src/analysis/VisionModel.ts"
 import { answerFor, mealOf, SANDBOX_MEALS, ScriptStep, VisionModelScripted, VisionScript } from "../../src/analysis/VisionModelScripted.ts"
-import { commonFoods } from "../../src/foods/commonFoods.ts"
+import { shippedFoods } from "../../src/foods/shipped.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
 import { FoodDbMemory } from "../../src/foods/FoodDbLive.ts"
 
@@ -40,7 +40,7 @@ describe("scripted vision model", () => {
     }
   })
 
-  it.effect("finds every component of every sandbox meal in the shipped USDA subset", () =>
+  it.effect("finds every component of every sandbox meal in the shipped copy of SR28", () =>
     Effect.gen(function* () {
       const foods = yield* FoodDb
       const unmatched: Array<string> = []
@@ -52,7 +52,7 @@ describe("scripted vision model", () => {
         }
       }
       expect(unmatched).toEqual([])
-    }).pipe(Effect.provide(FoodDbMemory(commonFoods())))
+    }).pipe(Effect.provide(FoodDbMemory(shippedFoods())))
   )
 
   it.effect("takes queued answers and failures in order, then returns to the image's meal", () =>

@@ -7,11 +7,12 @@ import { FoodDb } from "../../src/foods/FoodDb.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { send } from "../support/http.ts"
 import { Server, serverLayer } from "../support/server.ts"
+import { noFoods } from "../../src/foods/FoodDbLive.ts"
 
 const ServerUnderTest = serverLayer({
   dependencies: Layer.mergeAll(
     VisionModelLive,
-    Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone }),
+    Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone, ...noFoods }),
     FundingMemory({}),
     LimitsUnlimited
   )

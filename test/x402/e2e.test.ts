@@ -15,10 +15,11 @@ import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
 import { x402Env } from "../support/x402.ts"
+import { noFoods } from "../../src/foods/FoodDbLive.ts"
 
 const PRICE = 10_000n
 
-const NoFoodDb = Layer.succeed(FoodDb, { matcherVersion: "none", match: () => Effect.succeedNone })
+const NoFoodDb = Layer.succeed(FoodDb, { matcherVersion: "none", match: () => Effect.succeedNone, ...noFoods })
 
 const photo = await makeImage(640, 480, "jpeg")
 const body = { image_base64: photo.base64, mime_type: photo.mime }

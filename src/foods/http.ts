@@ -1,0 +1,27 @@
+/** HTTP handlers of the foods group; the answers themselves are nutrition.ts's, shared with the MCP tools. */
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { AppConfig } from "../config.ts"
+import { MorselApi } from "../http/Api.ts"
+import { makeClientAddress } from "../http/clientAddress.ts"
+import { FoodLimitsLive } from "../limits/FoodLimits.ts"
+import { withRetryAfter } from "../limits/http.ts"
+import { admitFoodCall } from "./caller.ts"
+import { lookupFood, nutritionOf, searchFoods } from "./nutrition.ts"
+import { SEARCH_LIMIT_DEFAULT } from "./schemas.ts"
+
+export const FoodsHttpLive = HttpApiBuilder.group(MorselApi, "foods", (handlers) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const clientAddress = makeClientAddress(config.trustedProxies)
+    const admitted = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      admitFoodCall(clientAddress(request), request.headers["authorization"])
+    )
+    return handlers
+      .handle("search", ({ urlParams }) =>
+        Effect.zipRight(admitted, searchFoods(urlParams.q, urlParams.limit ?? SEARCH_LIMIT_DEFAULT)).pipe(withRetryAfter)
+      )
+      .handle("food", ({ path }) => Effect.zipRight(admitted, lookupFood(path.fdc_id)).pipe(withRetryAfter))
+      .handle("nutrition", ({ payload }) => Effect.zipRight(admitted, nutritionOf(payload)).pipe(withRetryAfter))
+  })
+).pipe(Layer.provide(FoodLimitsLive))

@@ -1,0 +1,142 @@
+/** A query as the matcher reads it against an index: its weighted words, states and form, its family, its retrieval. */
+import type { Family, Form, FamilyMember } from "./generic.ts"
+import { correctSpelling, type FoodIndex, type IndexedFood, PREPARED_QUERIES } from "./foodIndex.ts"
+import { DIET_VARIANT, formOf } from "./recordTraits.ts"
+import { type QueryTerm, queryTerms, plainKey, type StateWord, stateOf, stem } from "./text.ts"
+import { DRY_FORMS, EQUIVALENT, FRIED, NOT_COOKING, RAWISH } from "./vocabulary.ts"
+
+export interface PreparedQuery {
+  readonly content: ReadonlyArray<{ readonly alternatives: ReadonlyArray<string>; readonly weight: number }>
+  readonly totalWeight: number
+  readonly words: ReadonlySet<string>
+  readonly states: ReadonlySet<StateWord>
+  /** Cooking methods named (boiled, grilled, …), and whether a dry form, a raw state or frying was asked for. */
+  readonly methods: ReadonlyArray<StateWord>
+  readonly dry: boolean
+  readonly raw: boolean
+  readonly fried: boolean
+  readonly form: string | undefined
+  readonly wantsBabyFood: boolean
+  readonly wantsDietVariant: boolean
+  /** The family a generic name stands for, and whether the query asks for it cooked (undefined: the family's usual form). */
+  readonly family: { readonly family: Family; readonly members: ReadonlyArray<FamilyMember>; readonly inForm: (member: FamilyMember) => boolean } | undefined
+  /** Whether the head word may give way to the food before it ("celery sticks"): the query has one, and SR28 knows the head word. */
+  readonly canBackOff: boolean
+  /**
+   * The records holding its head word that could be trusted, as far as they are judged without the guess
+   * (`assessAll`): retrieved and assessed the first time it is ranked (a generic name's family never needs them).
+   */
+  assessed?: ReadonlyArray<Assessed>
+}
+
+export const prepare = (index: FoodIndex, query: string, backOff = false): PreparedQuery => {
+  const key = backOff ? `\u0000${query}` : query
+  const known = index.prepared.get(key)
+  if (known !== undefined) return known
+  if (index.prepared.size >= PREPARED_QUERIES) index.prepared.clear()
+  const prepared = prepareAfresh(index, query, backOff)
+  index.prepared.set(key, prepared)
+  return prepared
+}
+
+/**
+ * Which members of a family stand for the query: those cooked as it says ("grilled fish" is grilled, broiled or
+ * dry-heat fish; "baked beans" are no boiled beans), raw ones for "raw", else the family's usual form.
+ */
+const familyForm = (usual: Form, methods: ReadonlyArray<StateWord>, raw: boolean): ((member: FamilyMember) => boolean) => {
+  if (methods.length > 0) {
+    const wanted = new Set<string>(methods.flatMap((m) => [m, ...(EQUIVALENT[m] ?? [])]))
+    return (member) => [...member.states].some((s) => wanted.has(s))
+  }
+  if (raw) return (member) => member.raw
+  return usual === "any" ? () => true : usual === "cooked" ? (member) => member.cooked : (member) => member.raw
+}
+
+/** Two query words that SR28 writes as one ("snow peas" are "snowpeas", "sweet corn" "sweetcorn") are read as that word. */
+const joinCompounds = (index: FoodIndex, terms: ReadonlyArray<QueryTerm>): ReadonlyArray<QueryTerm> => {
+  const out: Array<QueryTerm> = []
+  for (let i = 0; i < terms.length; i++) {
+    const [first, second] = [terms[i]!, terms[i + 1]]
+    const joined = second !== undefined && first.length === 1 && second.length === 1 ? stem(`${first[0]}${second[0]}`) : undefined
+    if (joined !== undefined && index.idf.has(joined)) {
+      out.push([joined])
+      i++
+    } else out.push(first)
+  }
+  return out
+}
+
+/**
+ * The records that hold the query's head word (its last content word), each with its BM25+ relevance to the whole
+ * query over the name, description, other names and food group. A query is read once: the result is kept with it.
+ */
+export const retrieve = (index: FoodIndex, content: ReadonlyArray<{ readonly alternatives: ReadonlyArray<string> }>) => {
+  const head = content[content.length - 1]
+  if (head === undefined) return []
+  const words = [...new Set(content.flatMap((t) => t.alternatives))]
+  // Only records with the head word are wanted: the AND drops the others before any result is built.
+  const hits = index.search.search({
+    combineWith: "AND",
+    queries: [
+      { combineWith: "OR", queries: [...head.alternatives] },
+      { combineWith: "OR", queries: words }
+    ]
+  })
+  const best = hits.reduce((max, r) => Math.max(max, r.score), 0)
+  return hits.map((r) => ({ food: r.id as number, relevance: best > 0 ? r.score / best : 0 }))
+}
+
+const prepareAfresh = (index: FoodIndex, query: string, backOff: boolean): PreparedQuery => {
+  const terms = joinCompounds(index, queryTerms(query))
+  const states = new Set<StateWord>()
+  const content: Array<{ alternatives: ReadonlyArray<string>; weight: number }> = []
+  const seen = new Set<string>()
+  for (const term of terms) {
+    const state = term.length === 1 ? stateOf(term[0]!) : undefined
+    if (state !== undefined) {
+      states.add(state)
+      continue
+    }
+    const alternatives: QueryTerm = term.map((w) => (index.idf.has(w) ? w : (correctSpelling(index, w) ?? w)))
+    const key = alternatives.join("|")
+    if (seen.has(key)) continue
+    seen.add(key)
+    const weight = Math.max(...alternatives.map((w) => index.idf.get(w) ?? index.maxIdf))
+    content.push({ alternatives, weight })
+  }
+  // An unknown head names a food SR28 lacks ("chicken shawarma"): it never gives way, and the model's numbers stand.
+  const canBackOff = content.length >= 2 && content[content.length - 1]!.alternatives.some((w) => index.idf.has(w))
+  if (backOff && canBackOff) content.pop()
+  const family = index.families.get(plainKey(query))
+  const methods = [...states].filter((s) => !NOT_COOKING.has(s))
+  const raw = [...states].some((s) => RAWISH.has(s))
+  return {
+    family: family === undefined ? undefined : { ...family, inForm: familyForm(family.family.form, methods, raw) },
+    canBackOff,
+    content,
+    totalWeight: content.reduce((sum, t) => sum + t.weight, 0),
+    words: new Set(content.flatMap((t) => t.alternatives)),
+    states,
+    methods,
+    dry: [...states].some((s) => DRY_FORMS.has(s)),
+    raw,
+    fried: [...states].some((s) => FRIED.has(s)),
+    form: formOf(query),
+    wantsBabyFood: content.some((t) => t.alternatives.some((w) => w === "babyfood" || w === "infant")),
+    wantsDietVariant: DIET_VARIANT.test(query.toLowerCase())
+  }
+}
+
+/** What a candidate scores whatever the model guessed: every part of its score but the guess's vote. */
+export interface Assessed {
+  readonly food: IndexedFood
+  readonly coverage: number
+  readonly headHit: boolean
+  readonly text: number
+  readonly head: number
+  readonly extra: number
+  readonly state: number
+  readonly prior: number
+  /** text + head + extra + state + prior. */
+  readonly fixed: number
+}
