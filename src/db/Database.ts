@@ -71,8 +71,31 @@ const initdbApart = (dataDir: string | undefined, archive: string | undefined) =
     return Effect.sync(() => child.kill())
   })
 
-/** The files of a new, empty database, written by `npm run build` so that in-memory databases start without initdb. */
-export const writeNewDatabaseArchive = (archive: string) => initdbApart(undefined, archive)
+/**
+ * The files of a new database, written by `npm run build` so that first starts and in-memory databases start without
+ * initdb: made by initdb apart, migrated, given what `fill` stores (the shipped foods), vacuumed and checkpointed, so
+ * that a start that unpacks them has nothing left to write.
+ */
+export const writeNewDatabaseArchive = <E>(archive: string, fill: Effect.Effect<unknown, E, SqlClient.SqlClient> = Effect.void) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => mkdtempSync(join(tmpdir(), "morsel-initdb-"))),
+        (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+      )
+      yield* initdbApart(undefined, join(dir, "pgdata.tar"))
+      const loadDataDir = yield* Effect.promise(() => openAsBlob(join(dir, "pgdata.tar")))
+      const started = yield* startEmbedded("memory://", { loadDataDir })
+      yield* Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* fill
+        yield* sql`VACUUM ANALYZE`
+        yield* sql`CHECKPOINT`
+      }).pipe(Effect.provide(layerFor(started.target)))
+      const files = yield* started.snapshot
+      yield* Effect.promise(async () => writeFileSync(archive, Buffer.from(await files.arrayBuffer())))
+    })
+  )
 
 /** Where the build left them, from the source (src/db), the compiled modules (dist/src/db) or the bundle (dist/bundle). */
 const builtArchive = (): string | undefined =>
