@@ -77,6 +77,7 @@ export const PREPARED_QUERIES = 1024
 const sharing = () => {
   const words = new Map<string, string>()
   const stateSets = new Map<string, ReadonlySet<StateWord>>()
+  const terms = new Map<string, string>()
   const word = (w: string) => {
     const known = words.get(w)
     if (known !== undefined) return known
@@ -86,6 +87,14 @@ const sharing = () => {
   return {
     word,
     words: (list: Iterable<string>): ReadonlyArray<string> => Array.from(list, word),
+    /** A food group's or LanguaL list's words as the search index holds them: a few hundred texts shared by 8,789 foods. */
+    terms: (text: string): string => {
+      const known = terms.get(text)
+      if (known !== undefined) return known
+      const joined = descriptionSegments(text).flat().join(" ")
+      terms.set(text, joined)
+      return joined
+    },
     states: (states: ReadonlySet<StateWord>): ReadonlySet<StateWord> => {
       const key = [...states].sort().join(" ")
       const known = stateSets.get(key)
@@ -160,8 +169,8 @@ const indexFood = (record: FoodRecord, shared: ReturnType<typeof sharing>): Stag
       // Asides often give the food's other name: "Soy sauce made from soy (tamari)", "Fish, salmon, chinook, smoked, (lox)".
       description: [...segments.flat(), ...asides].join(" "),
       common: [...names].join(" "),
-      langual: descriptionSegments(record.descriptors ?? "").flat().join(" "),
-      group: descriptionSegments(record.foodGroup ?? "").flat().join(" ")
+      langual: shared.terms(record.descriptors ?? ""),
+      group: shared.terms(record.foodGroup ?? "")
     },
     contentTokens: [...contentTokens],
     headTokens: headNouns.filter((t) => !/^[0-9%]+$/.test(t))

@@ -282,10 +282,27 @@ const STATE_WORDS = new Map<string, StateWord>([
 export const stateOf = (token: string): StateWord | undefined => STATE_WORDS.get(token)
 
 /**
+ * Results of a pure function kept by their argument, at most this many (then it starts afresh): building the index
+ * stems the same few thousand words over and over.
+ */
+const REMEMBERED = 16_384
+
+const remembered = <A>(cache: Map<string, A>, key: string, f: (key: string) => A): A => {
+  const known = cache.get(key)
+  if (known !== undefined) return known
+  const value = f(key)
+  if (cache.size >= REMEMBERED) cache.clear()
+  cache.set(key, value)
+  return value
+}
+
+const stems = new Map<string, string>()
+
+/**
  * Porter's English stemmer, so that "tomatoes", "tomato" and "mashed", "mash" meet. Preparation words are kept whole:
  * they are read as states, not as names ("fried" and "fries" are not one word here).
  */
-export const stem = (word: string): string => (STATE_WORDS.has(word) ? word : porter(word))
+export const stem = (word: string): string => (STATE_WORDS.has(word) ? word : remembered(stems, word, porter))
 
 const baseNormalise = (text: string) =>
   text
