@@ -1,9 +1,10 @@
 /** `morsel foods search` and `morsel nutrition`: the free food database of a running server, as tables or JSON. */
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect, Option, Schema } from "effect"
+import { Console, Effect, Option, Redacted, Schema } from "effect"
+import type { NutritionItem } from "../client/types.ts"
 import { FoodList, NutritionResult } from "../foods/schemas.ts"
 import { type Column, table } from "../terminal.ts"
-import { baseUrlOf, baseUrlOption, bearer, CliFailure, jsonOption, keyOf, keyOption, reportFailure, request } from "./client.ts"
+import { baseUrlOption, CliFailure, clientOf, jsonOption, keyOf, keyOption, reportFailure, use } from "./client.ts"
 import { printJson } from "./output.ts"
 
 const n1 = (x: number | null) => (x === null ? "–" : x.toFixed(1))
@@ -30,7 +31,9 @@ const NUTRITION_COLUMNS: ReadonlyArray<Column> = [
   { title: "source" }
 ]
 
-const headersOf = (key: Option.Option<Parameters<typeof bearer>[0]>) => Option.match(key, { onNone: () => ({}), onSome: bearer })
+/** The client of a free command: a key only when one is given (the server checks it if sent). */
+const foodsClient = (baseUrl: Option.Option<string>, key: Option.Option<Redacted.Redacted>) =>
+  clientOf(baseUrl, Option.match(keyOf(key), { onNone: () => ({}), onSome: (k) => ({ apiKey: Redacted.value(k) }) }))
 
 const search = Command.make(
   "search",
@@ -45,12 +48,11 @@ const search = Command.make(
     Effect.gen(function* () {
       const text = options.text.join(" ").trim()
       if (text.length === 0) return yield* new CliFailure({ message: 'give the food to search for, e.g. morsel foods search "rice, cooked"' })
-      const params = new URLSearchParams({ q: text })
-      if (Option.isSome(options.limit)) params.set("limit", String(options.limit.value))
-      const reply = yield* request(`${baseUrlOf(options.baseUrl)}/v1/foods?${params}`, { method: "GET", headers: headersOf(keyOf(options.key)) })
-      if (options.json) return yield* printJson(reply.body)
-      const list = Schema.decodeUnknownOption(FoodList)(reply.body)
-      if (Option.isNone(list)) return yield* printJson(reply.body)
+      const client = yield* foodsClient(options.baseUrl, options.key)
+      const body = yield* use(client, (c) => c.searchFoods(text, Option.match(options.limit, { onNone: () => ({}), onSome: (limit) => ({ limit }) })))
+      if (options.json) return yield* printJson(body)
+      const list = Schema.decodeUnknownOption(FoodList)(body)
+      if (Option.isNone(list)) return yield* printJson(body)
       if (list.value.foods.length === 0) return yield* Console.log(`no food fits "${text}"; try fewer or other words`)
       const rows = list.value.foods.map((f) => {
         const p = f.portions[0]
@@ -63,19 +65,20 @@ const search = Command.make(
 export const foods = Command.make("foods").pipe(Command.withSubcommands([search]), Command.withDescription("The food database of a running server"))
 
 /** `food=amount`: grams (`rice, white, cooked=150`) or a portion (`egg=2 large`); a food of digits only is an fdc_id. */
-export const parseFoodAmount = (arg: string): Option.Option<Record<string, unknown>> => {
+export const parseFoodAmount = (arg: string): Option.Option<NutritionItem> => {
   const at = arg.lastIndexOf("=")
   if (at <= 0) return Option.none()
   const food = arg.slice(0, at).trim()
   const amount = arg.slice(at + 1).trim()
-  const which = /^\d+$/.test(food) ? { fdc_id: food } : { query: food }
+  const byId = /^\d+$/.test(food)
   const grams = /^(\d+(?:\.\d+)?)\s*g?$/i.exec(amount)
-  if (grams?.[1] !== undefined) return Option.some({ ...which, grams: Number(grams[1]) })
+  if (grams?.[1] !== undefined) return Option.some(byId ? { fdc_id: food, grams: Number(grams[1]) } : { query: food, grams: Number(grams[1]) })
   const portion = /^(\d+(?:\.\d+)?|\d+\/\d+)\s+(.+)$/.exec(amount)
   if (portion?.[1] === undefined || portion[2] === undefined) return Option.none()
   const [num, den] = portion[1].split("/")
   const value = den === undefined ? Number(num) : Number(num) / Number(den)
-  return Option.some({ ...which, portion: { amount: value, unit: portion[2] } })
+  const used = { amount: value, unit: portion[2] }
+  return Option.some(byId ? { fdc_id: food, portion: used } : { query: food, portion: used })
 }
 
 export const nutrition = Command.make(
@@ -83,7 +86,7 @@ export const nutrition = Command.make(
   { baseUrl: baseUrlOption, key: keyOption, json: jsonOption, items: Args.text({ name: "food=amount" }).pipe(Args.atLeast(1)) },
   (options) =>
     Effect.gen(function* () {
-      const items: Array<Record<string, unknown>> = []
+      const items: Array<NutritionItem> = []
       for (const arg of options.items) {
         const item = parseFoodAmount(arg)
         if (Option.isNone(item)) {
@@ -91,10 +94,11 @@ export const nutrition = Command.make(
         }
         items.push(item.value)
       }
-      const reply = yield* request(`${baseUrlOf(options.baseUrl)}/v1/nutrition`, { method: "POST", headers: headersOf(keyOf(options.key)), body: { items } })
-      if (options.json) return yield* printJson(reply.body)
-      const result = Schema.decodeUnknownOption(NutritionResult)(reply.body)
-      if (Option.isNone(result)) return yield* printJson(reply.body)
+      const client = yield* foodsClient(options.baseUrl, options.key)
+      const body = yield* use(client, (c) => c.nutrition(items))
+      if (options.json) return yield* printJson(body)
+      const result = Schema.decodeUnknownOption(NutritionResult)(body)
+      if (Option.isNone(result)) return yield* printJson(body)
       const r = result.value
       const rows = r.items.map((i) => [
         i.portion ? `${clip(i.name, 28)} (${i.portion.amount} ${clip(i.portion.unit, 16)})` : clip(i.name, 40),

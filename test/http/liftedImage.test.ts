@@ -286,7 +286,7 @@ describe("a body's image lifted out of its JSON", () => {
         env: { OPENAI_API_KEY: "sk-fake", OPENAI_BASE_URL: fake.url },
         dependencies: Layer.mergeAll(
           VisionModelLive,
-          Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone }),
+          Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone, ...noFoods }),
           Layer.succeedContext(funding),
           LimitsUnlimited
         )

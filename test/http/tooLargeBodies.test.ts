@@ -12,6 +12,7 @@ import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { MAX_BODY_BYTES } from "../../src/domain/bodies.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
+import { noFoods } from "../../src/foods/FoodDbLive.ts"
 import { DRAIN_BYTES } from "../../src/http/body.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { Server, serverLayer } from "../support/server.ts"
@@ -19,7 +20,7 @@ import { Server, serverLayer } from "../support/server.ts"
 const ServerUnderTest = serverLayer({
   dependencies: Layer.mergeAll(
     VisionModelLive,
-    Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone }),
+    Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone, ...noFoods }),
     FundingMemory({ alice: 1 }),
     LimitsUnlimited
   )
