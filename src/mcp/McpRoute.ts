@@ -1,12 +1,15 @@
 /** The tool interface at /mcp: MCP 2026-07-28 (stateless, `server/discover`) and 2025-era clients, calling the same analysis as REST. */
 import { Headers, HttpLayerRouter, HttpServerRequest, HttpServerResponse, HttpTraceContext } from "@effect/platform"
 import type { CallToolResult, Server } from "@modelcontextprotocol/server"
-import { Cause, Effect, Either, Exit, Option, Runtime } from "effect"
+import { Cause, Effect, Either, Exit, Layer, Option, Runtime } from "effect"
 import { type AnalyzeError, AnalyzeRequests } from "../analysis/AnalyzeRequests.ts"
 import { credentialOf } from "../analysis/Funding.ts"
 import { AppConfig, type Settings } from "../config.ts"
 import { Processor } from "../credits/Processor.ts"
 import { MAX_BODY_BYTES } from "../domain/bodies.ts"
+import { callFoodTool, FOOD_TOOLS, foodToolDefinitions } from "../foods/mcp.ts"
+import { makeClientAddress } from "../http/clientAddress.ts"
+import { FoodLimitsLive } from "../limits/FoodLimits.ts"
 import { SERVICE_VERSION } from "../version.ts"
 import { APP_MIME_TYPE, APP_URI, appHtml } from "./app.ts"
 import { decodeInput, errorResult, ICON_SVG, ICONS, paymentOf, successResult, TOOL_NAME, toolChallenge, toolDefinition } from "./tool.ts"
@@ -63,6 +66,8 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     const failed = (failure: AnalyzeError) => errorResult(failure, forTool)
     const cards = yield* Effect.serviceOption(Processor)
     const serverInstructions = instructions(settings, Option.exists(cards, (processor) => processor.enabled))
+    const foodContext = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof callFoodTool>>>()
+    const clientAddress = makeClientAddress(settings.trustedProxies)
     const card = { uri: APP_URI, name: "analyze_food card", title: "Food photo card", mimeType: APP_MIME_TYPE }
     // Made on the first read (hosts keep it for an hour): a server no App host has asked for it does not hold it.
     let cardHtml: string | undefined
@@ -86,7 +91,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
       )
 
     /** A fresh server per HTTP request (both eras are stateless), holding the request's Authorization header. */
-    const serverFor = (sdk: Sdk, runtime: Runtime.Runtime<never>, authorization: Option.Option<string>) => {
+    const serverFor = (sdk: Sdk, runtime: Runtime.Runtime<never>, authorization: Option.Option<string>, address: string) => {
       const { ProtocolError, ProtocolErrorCode } = sdk
       const server = new sdk.Server(
         { name: "morsel", title: "morsel food-photo nutrition", version: SERVICE_VERSION, icons: ICONS, websiteUrl: settings.publicBaseUrl },
@@ -103,7 +108,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
           }
         }
       )
-      server.setRequestHandler("tools/list", () => ({ tools: [tool] }))
+      server.setRequestHandler("tools/list", () => ({ tools: [tool, ...foodToolDefinitions] }))
       // No prompts and no resource templates (the lists answer empty); one resource, the App of analyze_food.
       server.setRequestHandler("prompts/list", () => ({ prompts: [] }))
       server.setRequestHandler("resources/templates/list", () => ({ resourceTemplates: [] }))
@@ -113,6 +118,11 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         return { contents: cardContents() }
       })
       server.setRequestHandler("tools/call", async (request): Promise<CallToolResult> => {
+        // The free food tools: read-only, their own budget per client address and key (shared with REST).
+        if (FOOD_TOOLS.includes(request.params.name)) {
+          const call = callFoodTool(request.params.name, request.params.arguments, address, Option.getOrUndefined(authorization))
+          return Runtime.runPromise(runtime)(Effect.provide(call, foodContext))
+        }
         if (request.params.name !== TOOL_NAME) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name}`)
         // Its own fiber, not the HTTP request's: a caller who hangs up does not cancel a paid analysis (as on REST).
         const exit = await Runtime.runPromiseExit(runtime)(analyzeFood(sdk, authorization, request.params.arguments, request.params._meta))
@@ -145,7 +155,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         const sdk = yield* Effect.promise(loadSdk)
         const web = yield* HttpServerRequest.toWeb(request)
         const runtime = yield* Effect.runtime<never>()
-        const server = () => serverFor(sdk, runtime, Option.fromNullable(request.headers["authorization"]))
+        const server = () => serverFor(sdk, runtime, Option.fromNullable(request.headers["authorization"]), clientAddress(request))
         const isLegacy = yield* Effect.promise(() => sdk.isLegacyRequest(web, undefined, { maxRequestBodySize: MAX_BODY_BYTES }))
         if (isLegacy) return HttpServerResponse.fromWeb(yield* legacy(sdk, server(), web))
         // 2026-07-28: every request carries its protocol version and client in `_meta`. The tool sends nothing before
@@ -161,4 +171,4 @@ export const McpRoute = HttpLayerRouter.use((router) =>
       Effect.succeed(HttpServerResponse.text(ICON_SVG, { contentType: "image/svg+xml", headers: { "cache-control": "public, max-age=86400" } }))
     )
   })
-)
+).pipe(Layer.provide(FoodLimitsLive))
