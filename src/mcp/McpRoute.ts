@@ -23,6 +23,7 @@ export const ICON_PATH = "/icon.svg"
 const instructions = (settings: Settings, cardCredits: boolean) =>
   [
     `morsel estimates the calories, protein, carbohydrate and fat of one food photo with the ${TOOL_NAME} tool. Listing tools is free.`,
+    "search_foods (find foods) and food_nutrition (nutrition of foods named by text or fdc_id, in grams or household portions, e.g. to correct an analysis) are free: no key, no payment, no model call; limited per client address and per key.",
     "Each successful call costs one prepaid credit or 0.01 USDC; failed calls (invalid input, no food, analysis failure or timeout, a limit) cost nothing.",
     !cardCredits
       ? "Prepaid card credits are not sold on this server."
