@@ -1,7 +1,7 @@
 /** The tool interface at /mcp: MCP 2026-07-28 (stateless, `server/discover`) and 2025-era clients, calling the same analysis as REST. */
 import { Headers, HttpLayerRouter, HttpServerRequest, HttpServerResponse, HttpTraceContext } from "@effect/platform"
 import type { CallToolResult, Server } from "@modelcontextprotocol/server"
-import { Cause, Effect, Either, Exit, Option, Runtime } from "effect"
+import { Cause, Effect, Either, Exit, Layer, Option, Runtime } from "effect"
 import { type AnalyzeError, AnalyzeRequests } from "../analysis/AnalyzeRequests.ts"
 import { credentialOf } from "../analysis/Funding.ts"
 import { makeClientAddress } from "../http/clientAddress.ts"
@@ -11,6 +11,8 @@ import { MAX_BODY_BYTES } from "../domain/bodies.ts"
 import { capMessage } from "../domain/errors.ts"
 import { parseBody, parseJson, RepeatedKey } from "../http/body.ts"
 import { isJson, readWhole } from "../http/transport.ts"
+import { callFoodTool, FOOD_TOOLS, foodToolDefinitions } from "../foods/mcp.ts"
+import { FoodLimitsLive } from "../limits/FoodLimits.ts"
 import { SERVICE_VERSION } from "../version.ts"
 import { APP_MIME_TYPE, APP_URI, appHtml } from "./app.ts"
 import { withDownloadedImage } from "./files/imageFile.ts"
@@ -25,6 +27,7 @@ export const ICON_PATH = "/icon.svg"
 const instructions = (settings: Settings, cardCredits: boolean) =>
   [
     `morsel estimates the calories, protein, carbohydrate and fat of one food photo with the ${TOOL_NAME} tool. Listing tools is free.`,
+    "search_foods (find foods) and food_nutrition (nutrition of foods named by text or fdc_id, in grams or household portions, e.g. to correct an analysis) are free: no key, no payment, no model call; limited per client address and per key.",
     "Each successful call costs one prepaid credit or 0.01 USDC; failed calls (invalid input, no food, analysis failure or timeout, a limit) cost nothing.",
     !cardCredits
       ? "Prepaid card credits are not sold on this server."
@@ -96,6 +99,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     const failed = (failure: AnalyzeError) => errorResult(failure, forTool)
     const cards = yield* Effect.serviceOption(Processor)
     const serverInstructions = instructions(settings, Option.exists(cards, (processor) => processor.enabled))
+    const foodContext = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof callFoodTool>>>()
     const card = { uri: APP_URI, name: "analyze_food card", title: "Food photo card", mimeType: APP_MIME_TYPE }
     // Made on the first read (hosts keep it for an hour): a server no App host has asked for it does not hold it.
     let cardHtml: string | undefined
@@ -143,7 +147,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
           }
         }
       )
-      server.setRequestHandler("tools/list", () => ({ tools: [tool] }))
+      server.setRequestHandler("tools/list", () => ({ tools: [tool, ...foodToolDefinitions] }))
       // No prompts and no resource templates (the lists answer empty); one resource, the App of analyze_food.
       server.setRequestHandler("prompts/list", () => ({ prompts: [] }))
       server.setRequestHandler("resources/templates/list", () => ({ resourceTemplates: [] }))
@@ -153,6 +157,11 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         return { contents: cardContents() }
       })
       server.setRequestHandler("tools/call", async (request): Promise<CallToolResult> => {
+        // The free food tools: read-only, their own budget per client address and key (shared with REST).
+        if (FOOD_TOOLS.includes(request.params.name)) {
+          const call = callFoodTool(request.params.name, request.params.arguments, from.client, Option.getOrUndefined(from.authorization))
+          return Runtime.runPromise(runtime)(Effect.provide(call, foodContext))
+        }
         if (request.params.name !== TOOL_NAME) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool: ${request.params.name}`)
         // Its own fiber, not the HTTP request's: a caller who hangs up does not cancel a paid analysis (as on REST).
         const exit = await Runtime.runPromiseExit(runtime)(analyzeFood(sdk, from, request.params.arguments, request.params._meta))
@@ -211,4 +220,4 @@ export const McpRoute = HttpLayerRouter.use((router) =>
       Effect.succeed(HttpServerResponse.text(ICON_SVG, { contentType: "image/svg+xml", headers: { "cache-control": "public, max-age=86400" } }))
     )
   })
-)
+).pipe(Layer.provide(FoodLimitsLive))

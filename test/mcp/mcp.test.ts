@@ -56,7 +56,7 @@ describe("MCP tool interface with card credits", () => {
         const mcp = yield* client()
         expect(mcp.getServerVersion()).toMatchObject({ name: "morsel" })
         const { tools } = yield* Effect.promise(() => mcp.listTools())
-        expect(tools.map((t) => t.name)).toEqual(["analyze_food"])
+        expect(tools.map((t) => t.name)).toEqual(["analyze_food", "search_foods", "food_nutrition"])
         const tool = tools[0]!
         expect(tool.inputSchema).toMatchObject({
           type: "object",

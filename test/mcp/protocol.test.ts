@@ -81,7 +81,11 @@ describe("MCP protocol", () => {
         result: {
           ttlMs: 3_600_000,
           cacheScope: "public",
-          tools: [{ name: "analyze_food", title: "Analyze a food photo", icons: [{ mimeType: "image/svg+xml" }] }]
+          tools: [
+            { name: "analyze_food", title: "Analyze a food photo", icons: [{ mimeType: "image/svg+xml" }] },
+            { name: "search_foods", title: "Search foods", icons: [{ mimeType: "image/svg+xml" }] },
+            { name: "food_nutrition", title: "Nutrition of named foods", icons: [{ mimeType: "image/svg+xml" }] }
+          ]
         }
       })
       const [tool] = (list.body as { result: { tools: Array<{ description: string }> } }).result.tools

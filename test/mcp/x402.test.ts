@@ -231,7 +231,7 @@ describe("MCP tool interface paid with x402", () => {
         const withKey = yield* connectV1(url, { authorization: `Bearer ${key}` })
         expect(withKey.getServerVersion()).toMatchObject({ name: "morsel" })
         const { tools } = yield* Effect.promise(() => withKey.listTools())
-        expect(tools.map((t) => t.name)).toEqual(["analyze_food"])
+        expect(tools.map((t) => t.name)).toEqual(["analyze_food", "search_foods", "food_nutrition"])
         model.enqueue(Reply.answer(chickenRice), Reply.answer(chickenRice))
         const credited = yield* Effect.promise(() =>
           withKey.callTool({ name: "analyze_food", arguments: { ...image, idempotency_key: "mcp-v1-credit-000001" } })

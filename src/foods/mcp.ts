@@ -1,0 +1,135 @@
+/**
+ * The two free MCP tools beside `analyze_food`: `search_foods` and `food_nutrition` (CONTRACT "Foods and nutrition").
+ * The same answers, refusals and budget as GET /v1/foods and POST /v1/nutrition; read-only, no model call, nothing charged.
+ */
+import type { CallToolResult, Tool } from "@modelcontextprotocol/server"
+import { Effect, Either, ParseResult, Schema } from "effect"
+import type { KeyFingerprints } from "../credits/keys.ts"
+import type { Ledger } from "../credits/Ledger.ts"
+import { MAX_JSON_DEPTH, tooDeep, valueNestsDeeperThan } from "../domain/bodies.ts"
+import { type InvalidRequest, schemaRejection } from "../domain/errors.ts"
+import { jsonSchemaOf } from "../domain/schemas.ts"
+import type { FoodLimits } from "../limits/FoodLimits.ts"
+import { ICONS } from "../mcp/tool.ts"
+import { admitFoodCall } from "./caller.ts"
+import type { FoodDb } from "./FoodDb.ts"
+import { nutritionOf, searchFoods } from "./nutrition.ts"
+import { FoodList, NutritionRequest, NutritionResult, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_TEXT_MAX } from "./schemas.ts"
+
+export const SEARCH_TOOL = "search_foods"
+export const NUTRITION_TOOL = "food_nutrition"
+export const FOOD_TOOLS: ReadonlyArray<string> = [SEARCH_TOOL, NUTRITION_TOOL]
+
+const SearchInput = Schema.Struct({
+  query: Schema.String.pipe(
+    Schema.minLength(1, { message: () => "a food text of 1 to 200 characters is required" }),
+    Schema.maxLength(SEARCH_TEXT_MAX, { message: () => "at most 200 characters" })
+  ).annotations({ description: "English food text, 1–200 characters, e.g. \"tofu\" or \"roasted potatoes\"" }),
+  limit: Schema.optional(
+    Schema.Int.pipe(Schema.between(1, SEARCH_LIMIT_MAX, { message: () => "a whole number from 1 to 25" })).annotations({
+      description: "How many foods, 1–25 (default 10)"
+    })
+  )
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+
+/** A refused call: the REST error body without its `_tag`, plus REST's Retry-After on 429 and 503. */
+const FoodToolError = Schema.Struct({
+  error: Schema.Struct({
+    code: Schema.String.annotations({ description: "The same error.code the REST API answers" }),
+    message: Schema.String,
+    issues: Schema.optional(
+      Schema.Array(Schema.Struct({ path: Schema.Array(Schema.Union(Schema.String, Schema.Number)), message: Schema.String }))
+    )
+  }),
+  retry_after_seconds: Schema.optional(Schema.Int.annotations({ description: "rate_limited: wait at least this long before retrying" }))
+}).annotations({ identifier: "FoodToolError" })
+
+const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const
+const FREE =
+  "Free: no payment and no key needed (a Bearer key on the connection, if sent, must be valid: invalid_key). No model call, nothing charged; LIMIT_FOODS_PER_MINUTE calls per client address and per key, shared with the REST food paths (rate_limited with retry_after_seconds). Errors have isError true and structuredContent { error: { code, message } } with the REST API's codes."
+
+/** The output schemas name the error shape too: the official client validates structuredContent of error results. */
+const schemaOf = (schema: Schema.Schema.AnyNoContext, inline: boolean) => ({ ...jsonSchemaOf(schema, { inline }), type: "object" as const })
+
+export const foodToolDefinitions: ReadonlyArray<Tool> = [
+  {
+    name: SEARCH_TOOL,
+    title: "Search foods",
+    icons: ICONS,
+    description: [
+      "Find foods in the local USDA SR28 database for a text, best first (the plain, everyday record ranks first: \"tofu\" is a plain tofu).",
+      "Each food: fdc_id, name, food group, per-100 g nutrition (kcal, protein, carbohydrate, fat and nine more nutrients, null where the record lacks them) and household portions (\"1 cup, chopped = 160 g\").",
+      "Use it to swap a food of an analysis or to find an fdc_id for food_nutrition. An empty list when nothing fits.",
+      FREE
+    ].join(" "),
+    inputSchema: schemaOf(SearchInput, true),
+    outputSchema: schemaOf(Schema.Union(FoodList, FoodToolError), false),
+    annotations: { title: "Search foods", ...READ_ONLY }
+  },
+  {
+    name: NUTRITION_TOOL,
+    title: "Nutrition of named foods",
+    icons: ICONS,
+    description: [
+      "Nutrition of 1–20 named foods, per item and in total: each item exactly one of query (English food text) or fdc_id, and exactly one of grams (0.01–5000) or portion { amount, unit } (a unit of that food's portions, e.g. 2 \"large\" eggs).",
+      "Use it to correct an analysis (send its items back with changed grams or foods) or to count a meal described in words.",
+      "A text nothing matches is never counted as zero: it is listed in unmatched with suggestions and complete is false. An unknown fdc_id is food_not_found; a unit the food lacks is invalid_request naming the units it has.",
+      FREE
+    ].join(" "),
+    inputSchema: schemaOf(NutritionRequest, true),
+    outputSchema: schemaOf(Schema.Union(NutritionResult, FoodToolError), false),
+    annotations: { title: "Nutrition of named foods", ...READ_ONLY }
+  }
+]
+
+const pathOf = (path: ReadonlyArray<PropertyKey>) => path.map((key) => (typeof key === "number" ? key : String(key)))
+
+/** Decodes the arguments; a rejection names the argument as REST's 400 names the field (without REST's own "q: " words). */
+const decode = <A, I>(schema: Schema.Schema<A, I>, args: unknown): Either.Either<A, InvalidRequest> => {
+  if (valueNestsDeeperThan(args, MAX_JSON_DEPTH)) return Either.left(tooDeep("the arguments are"))
+  return Either.mapLeft(Schema.decodeUnknownEither(schema, { errors: "all" })(args ?? {}), (error) =>
+    schemaRejection(
+      ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
+        path: pathOf(issue.path),
+        message: issue.path.length > 0 ? issue.message.replace(/^[a-z_.]+: /, "") : issue.message
+      })),
+      "invalid arguments"
+    )
+  )
+}
+
+const text = (value: unknown) => ({ type: "text" as const, text: JSON.stringify(value) })
+
+const success = (value: object): CallToolResult => ({ content: [text(value)], structuredContent: { ...value } })
+
+interface Refusal {
+  readonly error: { readonly code: string; readonly message: string }
+  readonly retryAfterSeconds?: number | undefined
+}
+
+const refused = (failure: Refusal): CallToolResult => {
+  const body = {
+    error: failure.error,
+    ...(failure.retryAfterSeconds === undefined ? {} : { retry_after_seconds: failure.retryAfterSeconds })
+  }
+  return { isError: true, content: [text(body)], structuredContent: body }
+}
+
+/**
+ * One call of a food tool from `address` with the connection's Authorization header: arguments first (invalid_request),
+ * then the key and the budget (invalid_key, rate_limited), then the answer; every refusal is a tool error.
+ */
+export const callFoodTool = (
+  name: string,
+  args: unknown,
+  address: string,
+  authorization: string | undefined
+): Effect.Effect<CallToolResult, never, FoodDb | FoodLimits | KeyFingerprints | Ledger> => {
+  const run = <A extends object, E extends Refusal, R>(input: Either.Either<A, InvalidRequest>, answer: (a: A) => Effect.Effect<object, E, R>) =>
+    Either.isLeft(input)
+      ? Effect.succeed(refused(input.left))
+      : Effect.zipRight(admitFoodCall(address, authorization), answer(input.right)).pipe(Effect.match({ onFailure: refused, onSuccess: success }))
+  return name === SEARCH_TOOL
+    ? run(decode(SearchInput, args), (input) => searchFoods(input.query, input.limit ?? SEARCH_LIMIT_DEFAULT))
+    : run(decode(NutritionRequest, args), nutritionOf)
+}
