@@ -4,11 +4,11 @@
  * it; so does a process that ends without stopping its database (its exit), and a start removes those of processes
  * that were killed (a mark naming a process that is gone, or no mark and untouched for a minute).
  */
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
-import { isAbandoned, LOCK_FILE } from "./dataFolderLock.ts"
+import { isAbandoned, lockDataFolder } from "./dataFolderLock.ts"
 
 const PREFIX = "morsel-pg-"
 /** A socket folder gets its mark right after it is made: one without a mark this old was left by an earlier version. */
@@ -50,20 +50,26 @@ const clearAbandoned = (parent: string) => {
   }
 }
 
-/** A new socket folder for this process, removed when the scope closes (or the process exits). */
-export const socketFolder = Effect.acquireRelease(
-  Effect.sync(() => {
-    const parent = tmpdir()
-    try {
-      clearAbandoned(parent)
-    } catch {
-      // an unreadable temporary directory still lets us make our own folder (or says why below)
-    }
-    const folder = mkdtempSync(join(parent, PREFIX))
-    writeFileSync(join(folder, LOCK_FILE), `${process.pid}\n`, { mode: 0o600 })
-    ours.add(folder)
-    removeOursAtExit()
-    return folder
-  }),
-  (folder) => Effect.sync(() => remove(folder))
-)
+/**
+ * A new socket folder for this process, removed when the scope closes (or the process exits); its mark is held with
+ * the data folder's kernel lock, so another start (even from another PID namespace) never takes it for abandoned.
+ */
+export const socketFolder = Effect.gen(function* () {
+  const folder = yield* Effect.acquireRelease(
+    Effect.sync(() => {
+      const parent = tmpdir()
+      try {
+        clearAbandoned(parent)
+      } catch {
+        // an unreadable temporary directory still lets us make our own folder (or says why below)
+      }
+      const made = mkdtempSync(join(parent, PREFIX))
+      ours.add(made)
+      removeOursAtExit()
+      return made
+    }),
+    (made) => Effect.sync(() => remove(made))
+  )
+  yield* Effect.orDie(lockDataFolder(folder))
+  return folder
+})

@@ -8,6 +8,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { embedded, layerFor } from "../../src/db/Database.ts"
+import { lockDataFolder } from "../../src/db/dataFolderLock.ts"
 
 /** Runs `use` with TMPDIR set to a fresh folder of its own, which is removed after. */
 const inOwnTmpdir = <A, E, R>(use: (folder: string) => Effect.Effect<A, E, R>) =>
@@ -52,13 +53,15 @@ describe("the embedded database's socket folder", () => {
 
   it.effect("a start removes the folders of killed processes and keeps those of running ones", () =>
     inOwnTmpdir((folder) =>
-      Effect.gen(function* () {
+      Effect.scoped(Effect.gen(function* () {
         const mark = (name: string, pid: number) => {
           mkdirSync(join(folder, name))
           writeFileSync(join(folder, name, "morsel.pid"), `${pid}\n`)
         }
         mark("morsel-pg-killed", goneProcess())
-        mark("morsel-pg-running", process.ppid)
+        // A running process's folder: its mark held with the kernel lock, as a start holds it.
+        mkdirSync(join(folder, "morsel-pg-running"))
+        yield* lockDataFolder(join(folder, "morsel-pg-running"))
         // An unmarked one, as earlier versions left them: removed once it is a minute old, not before.
         mkdirSync(join(folder, "morsel-pg-old"))
         utimesSync(join(folder, "morsel-pg-old"), new Date(Date.now() - 120_000), new Date(Date.now() - 120_000))
@@ -67,6 +70,6 @@ describe("the embedded database's socket folder", () => {
         yield* Effect.scoped(embedded("memory://"))
         expect(readdirSync(folder).sort()).toEqual(["morsel-pg-new", "morsel-pg-running", "unrelated"])
         expect(existsSync(join(folder, "morsel-pg-killed"))).toBe(false)
-      })
+      }))
     ), 120_000)
 })

@@ -1,5 +1,6 @@
 /** A fresh, migrated database per test file: in-memory PGlite, or a new schema on TEST_DATABASE_URL. */
 import { randomBytes } from "node:crypto"
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "@effect/experimental"
 import { Effect, Layer, Redacted } from "effect"
@@ -37,7 +38,12 @@ const migratedTemplate = Effect.promise(() => {
     Effect.scoped(
       Effect.gen(function* () {
         const started = yield* startEmbedded("memory://")
-        yield* Layer.build(layerFor(started.target))
+        const context = yield* Layer.build(layerFor(started.target))
+        // The build's archive holds the shipped foods; a test starts from an empty database, as a PostgreSQL server does.
+        yield* Effect.provide(
+          Effect.flatMap(SqlClient.SqlClient, (sql) => sql`TRUNCATE foods, food_portions, food_imports`),
+          context
+        )
         return yield* started.snapshot
       })
     ).pipe(Effect.orDie)
