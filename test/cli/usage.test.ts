@@ -37,7 +37,7 @@ describe("morsel usage", () => {
     }
     expect(failures.map((run) => run.stderr)).toEqual([
       'morsel: morsel credits has no command "buyy"; did you mean morsel credits buy? (commands: buy, balance, status)\n',
-      'morsel: morsel has no command "analyse"; did you mean morsel analyze? (commands: serve, migrate, key, fooddb, analyze, credits, admin)\n',
+      'morsel: morsel has no command "analyse"; did you mean morsel analyze? (commands: serve, migrate, key, fooddb, analyze, credits, foods, nutrition, admin, model)\n',
       'morsel: --language takes en or lt, not "de"\n',
       'morsel: --grams takes a number, not "abc"\n',
       "morsel: morsel analyze has no option --langauge; did you mean --language? (see morsel analyze --help)\n"

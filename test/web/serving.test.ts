@@ -46,7 +46,11 @@ describe("web page serving", () => {
         expect(page.headers.get("content-security-policy")).toContain("default-src 'self'")
         const script = yield* Effect.promise(() => send(`${url}/app.js`))
         expect([script.status, script.headers.get("content-type")]).toEqual([200, "text/javascript; charset=utf-8"])
-        expect(script.text).toContain("/v1/analyze")
+        // The page talks to the service through morsel/client's browser build, served from the service itself.
+        expect(script.text).toContain("/client/morsel-client.js")
+        const client = yield* Effect.promise(() => send(`${url}/client/morsel-client.js`))
+        expect([client.status, client.headers.get("content-type")]).toEqual([200, "text/javascript; charset=utf-8"])
+        expect(client.text).toContain("/v1/analyze")
         const style = yield* Effect.promise(() => send(`${url}/app.css`))
         expect([style.status, style.headers.get("content-type")]).toEqual([200, "text/css; charset=utf-8"])
         const back = yield* Effect.promise(() => send(`${url}/checkout/success?order_id=x&session_id=cs_test_1`))
