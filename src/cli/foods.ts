@@ -5,10 +5,9 @@ import type { NutritionItem } from "../client/types.ts"
 import { FoodList, NutritionResult } from "../foods/schemas.ts"
 import { type Column, table } from "../terminal.ts"
 import { baseUrlOption, CliFailure, clientOf, jsonOption, keyOf, keyOption, reportFailure, use } from "./client.ts"
-import { printJson } from "./output.ts"
+import { clip, MEAL_COLUMNS, printJson } from "./output.ts"
 
 const n1 = (x: number | null) => (x === null ? "–" : x.toFixed(1))
-const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
 
 const SEARCH_COLUMNS: ReadonlyArray<Column> = [
   { title: "fdc_id" },
@@ -20,16 +19,7 @@ const SEARCH_COLUMNS: ReadonlyArray<Column> = [
   { title: "portion" }
 ]
 
-const NUTRITION_COLUMNS: ReadonlyArray<Column> = [
-  { title: "component" },
-  { title: "grams", align: "right" },
-  { title: "kcal", align: "right" },
-  { title: "protein g", align: "right" },
-  { title: "carbs g", align: "right" },
-  { title: "fat g", align: "right" },
-  { title: "fiber g", align: "right" },
-  { title: "source" }
-]
+const NUTRITION_COLUMNS: ReadonlyArray<Column> = [...MEAL_COLUMNS, { title: "fiber g", align: "right" }, { title: "source" }]
 
 /** The client of a free command: a key only when one is given (the server checks it if sent). */
 const foodsClient = (baseUrl: Option.Option<string>, key: Option.Option<Redacted.Redacted>) =>

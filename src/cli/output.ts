@@ -14,17 +14,19 @@ const printAs =
       : Option.match(Schema.decodeUnknownOption(schema)(body), { onNone: () => printJson(body), onSome: (value) => Console.log(words(value)) })
 
 const n1 = (x: number) => x.toFixed(1)
-const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
+export const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
 
-const RESULT_COLUMNS: ReadonlyArray<Column> = [
+/** A meal's columns as `analyze` prints them: each component's grams and its four values. */
+export const MEAL_COLUMNS: ReadonlyArray<Column> = [
   { title: "component" },
   { title: "grams", align: "right" },
   { title: "kcal", align: "right" },
   { title: "protein g", align: "right" },
   { title: "carbs g", align: "right" },
-  { title: "fat g", align: "right" },
-  { title: "source" }
+  { title: "fat g", align: "right" }
 ]
+
+const RESULT_COLUMNS: ReadonlyArray<Column> = [...MEAL_COLUMNS, { title: "source" }]
 
 /** An analysis as a table of components with the meal's totals. */
 export const describeResult = (result: AnalysisResult): string => {
