@@ -117,8 +117,15 @@ describe("unknown keys", () => {
         // A new buyer elsewhere can still make a first checkout; from the storm's address it waits for the next minute.
         const newcomer = newCreditKey(true)
         expect((yield* from("127.0.0.3", "/v1/credits/checkout", newcomer, { order_id: crypto.randomUUID() })).status).toBe(200)
-        const blocked = yield* from("127.0.0.2", "/v1/credits/checkout", newCreditKey(true), { order_id: crypto.randomUUID() })
-        expect([blocked.status, blocked.code]).toEqual([429, "capacity_limited"])
+        // The storm may have ended just before a minute's turn, so the address may have a fresh allowance: one more than it
+        // holds is refused, whichever minute this is.
+        const more = yield* Effect.forEach(Array.from({ length: LIMIT + 1 }), () =>
+          from("127.0.0.2", "/v1/credits/checkout", newCreditKey(true), { order_id: crypto.randomUUID() })
+        )
+        const refused = more.filter((m) => m.status === 429)
+        expect(refused.length).toBeGreaterThanOrEqual(1)
+        expect(refused.every((m) => m.code === "capacity_limited")).toBe(true)
+        expect(more.filter((m) => m.status !== 200 && m.status !== 429)).toEqual([])
       }), 120_000)
 
     it.effect("the counters hold keyed fingerprints of keys and addresses, never a key, its plain SHA-256 or an address", () =>

@@ -4,7 +4,7 @@
 // refused before any request leaves the server, with no model call and nothing charged. All traffic stays on 127.0.0.0/8.
 import { execFileSync } from "node:child_process"
 import { subscribe, unsubscribe } from "node:diagnostics_channel"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import type { ClientRequest, IncomingMessage, ServerResponse } from "node:http"
 import { createServer, type Server } from "node:https"
 import type { AddressInfo } from "node:net"
@@ -27,9 +27,11 @@ const photo = await makeImage(640, 480, "jpeg")
 const photoBytes = Buffer.from(photo.base64, "base64")
 const THREE_MB = 3_000_000
 
-/** A self-signed certificate for 127.0.0.2, made for this run. */
-const certificate = () => {
-  const folder = mkdtempSync(join(tmpdir(), "morsel-photos-"))
+/** A self-signed certificate for 127.0.0.2, made for this run; its folder is removed when the scope closes. */
+const certificate = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "morsel-photos-"))),
+  (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
+).pipe(Effect.map((folder) => {
   const key = join(folder, "key.pem")
   const cert = join(folder, "cert.pem")
   execFileSync(
@@ -38,7 +40,7 @@ const certificate = () => {
     { stdio: "ignore" }
   )
   return { key: readFileSync(key), cert: readFileSync(cert), certPath: cert }
-}
+}))
 
 interface PhotoServer {
   readonly base: string
@@ -104,7 +106,7 @@ class Service extends Context.Tag("test/ImageFileService")<
 const ServiceLive = Layer.scoped(
   Service,
   Effect.gen(function* () {
-    const tls = certificate()
+    const tls = yield* certificate
     const photos = yield* startPhotoServer(tls)
     const stripe = yield* fakeStripe
     const model = yield* startFakeOpenAI()
