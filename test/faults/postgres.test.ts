@@ -4,12 +4,33 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { isRecord } from "../support/http.ts"
 import { realPostgresUrl } from "../support/database.ts"
 import type { Served } from "../support/process.ts"
-import { boughtKey, buildOnce, call, LEASE_MS, ledger, PRICE, paymentFor, sleep, startWorld, Tally, transfersTo, type World } from "./world.ts"
+import { type Answer, boughtKey, buildOnce, call, LEASE_MS, ledger, PRICE, paymentFor, query, sleep, startWorld, Tally, transfersTo, type World } from "./world.ts"
 
 if (!realPostgresUrl) console.warn("test/faults: skipped (set TEST_DATABASE_URL to a real PostgreSQL server to inject its faults)")
 
 /** The longest any request may take to be answered while the database is away. */
 const DEADLINE_MS = 15_000
+
+/** The REST 503 codes; MCP answers them as tool errors. */
+const UNAVAILABLE = ["storage_unavailable", "payment_pending", "model_unavailable", "payments_unavailable", "processor_unavailable", "starting"]
+
+/** `analyze_food` called as a 2025-era client calls it: one JSON-RPC request, no session. */
+const mcpHeaders = (auth: Record<string, string>) => ({ ...auth, accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" })
+const mcpCall = (key: string, photo: Record<string, unknown>) => ({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "tools/call",
+  params: { name: "analyze_food", arguments: { ...photo, idempotency_key: key } }
+})
+
+/** `error` of a REST answer's body, or of an MCP tool result's structuredContent. */
+const errorOf = (answer: Answer | undefined): Record<string, unknown> | undefined => {
+  const body = answer?.body
+  if (!isRecord(body)) return undefined
+  const content = isRecord(body["result"]) ? body["result"]["structuredContent"] : body
+  if (isRecord(body["error"]) && body["jsonrpc"] === "2.0") return body["error"]
+  return isRecord(content) && isRecord(content["error"]) ? content["error"] : undefined
+}
 
 describe.skipIf(!realPostgresUrl)("PostgreSQL faults under the built service", () => {
   let world: World
@@ -54,17 +75,25 @@ describe.skipIf(!realPostgresUrl)("PostgreSQL faults under the built service", (
       Array.from({ length: 6 }, (_, i) => paymentFor(server.url, payers[i % 2]!, body()).then((signature) => ({ signature, key: `x402-outage-${i}-${randomUUID()}` })))
     )
     const creditKeys = Array.from({ length: 10 }, (_, i) => `credit-outage-${i}-${randomUUID()}`)
+    const mcpKeys = Array.from({ length: 3 }, (_, i) => `mcp-outage-${i}-${randomUUID()}`)
     const before = { credits: (await ledger(world.directUrl)).find((a) => a.grants === 1)?.available, transfers: (await transfersTo(chain, payers.map((p) => p.address))).length }
 
     const tally = new Tally()
+    // Each analysis's answer during the outage, with its key and when it came (for SPEC §7's request_id below).
+    const analyses: Array<{ key: string; at: number; error: Record<string, unknown> | undefined; status: number | undefined }> = []
+    const noted = (key: string) => (answer: Answer | undefined) => {
+      analyses.push({ key, at: Date.now(), error: errorOf(answer), status: answer?.status })
+      return answer
+    }
     const analyzeCredit = (key: string) =>
-      call(tally, "analyze credit", `${server.url}/v1/analyze`, { headers: { ...auth, "idempotency-key": key }, body: body(), deadlineMs: DEADLINE_MS })
+      call(tally, "analyze credit", `${server.url}/v1/analyze`, { headers: { ...auth, "idempotency-key": key }, body: body(), deadlineMs: DEADLINE_MS }).then(noted(key))
     const analyzeX402 = (p: { signature: string; key: string }) =>
       call(tally, "analyze x402", `${server.url}/v1/analyze`, {
         headers: { "payment-signature": p.signature, "idempotency-key": p.key },
         body: body(),
         deadlineMs: DEADLINE_MS
-      })
+      }).then(noted(p.key))
+    const analyzeMcp = (t: Tally, key: string, deadlineMs = DEADLINE_MS) => call(t, "analyze mcp", `${server.url}/mcp`, { headers: mcpHeaders(auth), body: mcpCall(key, body()), deadlineMs })
     const webhook = async () => {
       const started = Date.now()
       try {
@@ -90,7 +119,7 @@ describe.skipIf(!realPostgresUrl)("PostgreSQL faults under the built service", (
     // The load runs in waves, 150 ms apart; the database goes away during the second wave and comes back 3 s later.
     const inFlight: Array<Promise<unknown>> = []
     const wave = (n: number) => {
-      inFlight.push(analyzeCredit(creditKeys[n]!), analyzeCredit(creditKeys[n + 5]!), analyzeX402(payments[n]!))
+      inFlight.push(analyzeCredit(creditKeys[n]!), analyzeCredit(creditKeys[n + 5]!), analyzeX402(payments[n]!), analyzeMcp(tally, mcpKeys[n]!).then(noted(mcpKeys[n]!)))
       inFlight.push(call(tally, "balance", `${server.url}/v1/credits/balance`, { headers: auth, deadlineMs: DEADLINE_MS }))
       inFlight.push(call(tally, "checkout-status", `${server.url}/v1/credits/checkout-status`, { headers: buyerAuth, body: { order_id: orderId }, deadlineMs: DEADLINE_MS }))
       inFlight.push(call(tally, "confirm", `${server.url}/v1/credits/confirm`, { headers: buyerAuth, body: { session_id: sessionId }, deadlineMs: DEADLINE_MS }))
@@ -137,6 +166,10 @@ describe.skipIf(!realPostgresUrl)("PostgreSQL faults under the built service", (
       expect(answer?.status, `x402 retry ${p.key}: ${JSON.stringify(answer?.body)}`).toBe(200)
       results.set(p.key, answer?.body)
     }
+    for (const key of mcpKeys) {
+      const answer = await settle(() => analyzeMcp(final, key, 20_000), (a) => a?.status === 200 && errorOf(a) === undefined)
+      expect(errorOf(answer), `MCP retry ${key}`).toBeUndefined()
+    }
     const convergedMs = Date.now() - back
     // A second round of retries replays exactly the same results.
     for (const key of creditKeys) {
@@ -167,18 +200,31 @@ describe.skipIf(!realPostgresUrl)("PostgreSQL faults under the built service", (
     expect(tally.unreachable, tally.summary()).toEqual([])
     expect(tally.broken([402, 409]), tally.summary()).toEqual([])
     expect(servedAgainMs).toBeLessThan(5_000)
-    // Sixteen retries, one after another, each waiting a second after a 409: all served within seconds of the
+    // Nineteen retries, one after another, each waiting a second after a 409: all served within seconds of the
     // database's return, where an attempt the outage cut off held its key until its lease ended (64 s).
-    expect(convergedMs).toBeLessThan(10_000)
-    // Ledger: every account equals its entries; 10 analyses consumed 10 credits; the late order granted once.
+    expect(convergedMs).toBeLessThan(15_000)
+    // SPEC §7: an answer about an analysis that was reserved names it. Every 503 of the outage (on MCP, a tool error
+    // with a 503 code) whose attempt the database recorded before the answer came carries that attempt's request_id.
+    const attempts = await query<{ idempotency_key: string; request_id: string; created_at: Date }>(
+      world.directUrl,
+      "SELECT idempotency_key, request_id::text AS request_id, created_at FROM analysis_requests"
+    )
+    const unavailable = analyses.filter((a) => a.error !== undefined && (a.status === 503 || UNAVAILABLE.includes(String(a.error["code"]))))
+    const unnamed = unavailable.filter((a) => {
+      const recorded = attempts.filter((r) => r.idempotency_key === a.key && new Date(r.created_at).getTime() <= a.at).map((r) => r.request_id)
+      return recorded.length > 0 && !recorded.includes(String(a.error?.["request_id"]))
+    })
+    console.log(`[faults] outage 503s about analyses: ${unavailable.length}, with request_id: ${unavailable.filter((a) => a.error?.["request_id"] !== undefined).length}`)
+    expect(unnamed).toEqual([])
+    // Ledger: every account equals its entries; 13 analyses (10 over REST, 3 over MCP) consumed 13 credits; the late order granted once.
     for (const a of after) {
       expect(a.available).toBe(a.entriesAvailable)
       expect(a.reserved).toBe(a.entriesReserved)
       expect(a.reserved).toBe(0)
       expect(a.grants).toBe(1)
     }
-    expect(after.map((a) => a.consumed).sort()).toEqual([0, 10])
-    expect(after.map((a) => a.available).sort()).toEqual([490, 500])
+    expect(after.map((a) => a.consumed).sort()).toEqual([0, 13])
+    expect(after.map((a) => a.available).sort()).toEqual([487, 500])
     // One transfer of the price per paid x402 result, and none more.
     expect(paidTransfers.length).toBe(payments.length)
     expect(new Set(paidTransfers.map((t) => t.transactionHash)).size).toBe(payments.length)
