@@ -101,6 +101,11 @@ export class AnalyzeRequests extends Context.Tag("morsel/AnalyzeRequests")<
       | AnalysisTimeout
       | ServiceUnavailable
     >
+    /**
+     * The answer to a call that brings no payment at all, given before its photo is fetched (MCP's `image_file`):
+     * the limits, then the payment challenge, as `analyze` answers such a call once the photo is checked.
+     */
+    readonly unfunded: Effect.Effect<never, TooManyRequests | PaymentRequired | ServiceUnavailable>
   }
 >() {}
 
@@ -258,6 +263,9 @@ export const AnalyzeRequestsLive = Layer.effect(
         Effect.map(method.resume(requestId, saveOf(requestId, result)), (settled) => served(result, settled, settling, input))
       )
 
+    // A challenge is only worth paying when the analysis could start: limits come before the 402.
+    const unfunded = Effect.zipRight(limits.peek, funding.challenge)
+
     const analyze = ({ credential: decoded, idempotencyKey, payload }: AnalyzeCall) =>
       Effect.gen(function* () {
         const inspected = inspectImage(payload.image_base64, payload.mime_type)
@@ -269,11 +277,7 @@ export const AnalyzeRequestsLive = Layer.effect(
         }
         const image = inspected.right.bytes
         const credential = yield* decoded
-        if (credential._tag === "None") {
-          // A challenge is only worth paying when the analysis could start: limits come before the 402.
-          yield* limits.peek
-          return yield* funding.challenge
-        }
+        if (credential._tag === "None") return yield* unfunded
         const method = yield* funding.identify(credential)
         const input = inputFingerprint(image, payload)
         // A new key's admission is decided by the statement that records its attempt.
@@ -337,6 +341,6 @@ export const AnalyzeRequestsLive = Layer.effect(
         }
       })
 
-    return AnalyzeRequests.of({ analyze })
+    return AnalyzeRequests.of({ analyze, unfunded })
   })
 )

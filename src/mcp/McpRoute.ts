@@ -15,7 +15,7 @@ import { callFoodTool, FOOD_TOOLS, foodToolDefinitions } from "../foods/mcp.ts"
 import { FoodLimitsLive } from "../limits/FoodLimits.ts"
 import { SERVICE_VERSION } from "../version.ts"
 import { APP_MIME_TYPE, APP_URI, appHtml } from "./app.ts"
-import { withDownloadedImage } from "./files/imageFile.ts"
+import { hasImageFile, withDownloadedImage, withPhotoNotFetched } from "./files/imageFile.ts"
 import { decodeInput, errorResult, ICON_SVG, ICONS, paymentOf, successResult, TOOL_NAME, toolChallenge, toolDefinition } from "./tool.ts"
 
 export const MCP_PATH = "/mcp"
@@ -116,13 +116,21 @@ export const McpRoute = HttpLayerRouter.use((router) =>
       meta: Readonly<Record<string, unknown>> | undefined
     ) =>
       Effect.gen(function* () {
+        const credential = credentialOf(from.authorization, paymentOf(meta), from.client)
+        // A call that brings no way to pay is answered with the challenge before its file is fetched (once its other
+        // arguments hold): nobody who cannot pay makes this server download anything.
+        if (hasImageFile(args) && Either.isRight(credential) && credential.right._tag === "None") {
+          const others = yield* Effect.either(Effect.flatMap(withPhotoNotFetched(args), (stand) => decodeInput(stand)))
+          if (Either.isLeft(others)) return failed(others.left)
+          return yield* Effect.catchAll(requests.unfunded, (refused) => Effect.succeed(failed(refused)))
+        }
         const downloaded = yield* Effect.either(withDownloadedImage(args, settings.mcpFiles))
         if (Either.isLeft(downloaded)) return failed(downloaded.left)
         const input = decodeInput(downloaded.right)
         if (Either.isLeft(input)) return failed(input.left)
         const { idempotency_key, ...payload } = input.right
         return yield* requests
-          .analyze({ idempotencyKey: idempotency_key, credential: credentialOf(from.authorization, paymentOf(meta), from.client), payload })
+          .analyze({ idempotencyKey: idempotency_key, credential, payload })
           .pipe(Effect.match({ onFailure: failed, onSuccess: successResult }))
       }).pipe(
         Effect.withSpan(`mcp tools/call ${TOOL_NAME}`),

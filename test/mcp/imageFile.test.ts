@@ -186,6 +186,33 @@ describe("analyze_food with a file reference (image_file)", () => {
         expect(model.requests.length - before).toBe(2)
       }), 120_000)
 
+    it.scoped("a call that brings no way to pay gets the payment challenge before its file is fetched; its other arguments are checked first", () =>
+      Effect.gen(function* () {
+        const { url, model, photos } = yield* Service
+        const mcp = yield* connect(url)
+        const before = model.requests.length
+        const { result, hosts } = yield* requestsDuring(analyzeFood(mcp, { image_file: fileRef(`${photos.base}/photo.jpg`), idempotency_key: idem() }))
+        // This server sells against credit keys only: its 402 says so (with x402 on, it is the x402 challenge).
+        expect([result.isError, toolErrorCode(result)]).toEqual([true, "x402_unavailable"])
+        expect(hosts).toEqual([])
+        // The same call with a photo in base64 gets the same challenge.
+        const inline = yield* analyzeFood(mcp, { image_base64: photo.base64, mime_type: "image/jpeg", idempotency_key: idem() })
+        expect(inline.structuredContent).toEqual(result.structuredContent)
+        // A bad key, a file reference without its link or a photo given twice are refused as such, still unfetched.
+        const refusals = [
+          [{ image_file: fileRef(`${photos.base}/photo.jpg`), idempotency_key: "short" }, "idempotency_key"],
+          [{ image_file: { file_id: "file-1" }, idempotency_key: idem() }, "image_file"],
+          [{ image_file: fileRef(`${photos.base}/photo.jpg`), image_base64: photo.base64, idempotency_key: idem() }, "image_base64"],
+          [{ image_file: fileRef(`${photos.base}/photo.jpg`), mime_type: "image/webp", idempotency_key: idem() }, "mime_type"]
+        ] as const
+        for (const [args, field] of refusals) {
+          const { result: refused, hosts: asked } = yield* requestsDuring(analyzeFood(mcp, args))
+          expect([field, toolErrorCode(refused), asked]).toEqual([field, "invalid_request", []])
+          expect((refused.structuredContent as { error: { message: string } }).error.message).toContain(field)
+        }
+        expect(model.requests.length).toBe(before)
+      }), 120_000)
+
     it.scoped("addresses that are not public, plain http and a redirect to loopback are refused before any request, with no model call", () =>
       Effect.gen(function* () {
         const { url, model, photos, key } = yield* Service

@@ -44,6 +44,28 @@ const formatOf = (bytes: Buffer): "image/jpeg" | "image/png" | undefined => {
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
+/** Whether the call gives its photo as a file reference. */
+export const hasImageFile = (args: unknown): args is Record<string, unknown> => isRecord(args) && Object.hasOwn(args, FILE_ARGUMENT)
+
+/** A file reference and the other arguments, once the reference's shape holds (nothing fetched yet). */
+const readReference = (args: Record<string, unknown>) =>
+  Effect.gen(function* () {
+    const { [FILE_ARGUMENT]: reference, ...rest } = args
+    if (Object.hasOwn(rest, "image_base64"))
+      return yield* refusal(["image_base64"], "give either image_base64 (with mime_type) or image_file, not both")
+    const decoded = Schema.decodeUnknownEither(ImageFile)(reference)
+    if (Either.isLeft(decoded))
+      return yield* refusal([FILE_ARGUMENT], "must be an object with download_url (an https link) and file_id")
+    return { reference: decoded.right, rest }
+  })
+
+/**
+ * The arguments with the file reference standing for a photo not yet fetched (a JPEG's first bytes), once the
+ * reference's shape holds: every other argument can be checked before anything is downloaded.
+ */
+export const withPhotoNotFetched = (args: Record<string, unknown>): Effect.Effect<Record<string, unknown>, InvalidRequest> =>
+  Effect.map(readReference(args), ({ rest }) => ({ mime_type: "image/jpeg", ...rest, image_base64: "/9j/4A==" }))
+
 /**
  * The arguments with `image_file` replaced by the downloaded photo's `image_base64` and `mime_type`; arguments
  * without it are returned as they came. Every refusal names the argument and happens before anything is charged.
@@ -53,16 +75,11 @@ export const withDownloadedImage = (
   settings: FileSettings
 ): Effect.Effect<unknown, InvalidRequest | PayloadTooLarge> =>
   Effect.gen(function* () {
-    if (!isRecord(args) || !Object.hasOwn(args, FILE_ARGUMENT)) return args
-    const { [FILE_ARGUMENT]: reference, ...rest } = args
-    if (Object.hasOwn(rest, "image_base64"))
-      return yield* refusal(["image_base64"], "give either image_base64 (with mime_type) or image_file, not both")
-    const decoded = Schema.decodeUnknownEither(ImageFile)(reference)
-    if (Either.isLeft(decoded))
-      return yield* refusal([FILE_ARGUMENT], "must be an object with download_url (an https link) and file_id")
+    if (!hasImageFile(args)) return args
+    const { reference, rest } = yield* readReference(args)
     const where = [FILE_ARGUMENT, "download_url"]
     const bytes = yield* Effect.tryPromise({
-      try: (signal) => download(decoded.right.download_url, settings, IMAGE_LIMITS.maxBytes, signal),
+      try: (signal) => download(reference.download_url, settings, IMAGE_LIMITS.maxBytes, signal),
       catch: (error) =>
         error instanceof DownloadRefused && error.tooLarge
           ? new PayloadTooLarge({ error: { code: "image_too_large", message: `${where.join(".")}: ${error.message}` } })
