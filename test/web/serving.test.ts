@@ -53,6 +53,14 @@ describe("web page serving", () => {
         expect(client.text).toContain("/v1/analyze")
         const style = yield* Effect.promise(() => send(`${url}/app.css`))
         expect([style.status, style.headers.get("content-type")]).toEqual([200, "text/css; charset=utf-8"])
+        // Every module the page loads (corrections and the meal in words beside the photo's) is served, with the same policy.
+        expect(page.text).toContain('<script type="module" src="/words.js"></script>')
+        expect(script.text).toContain('from "/correct.js"')
+        for (const path of ["/result.js", "/photo.js", "/correct.js", "/words.js"]) {
+          const module = yield* Effect.promise(() => send(`${url}${path}`))
+          expect([path, module.status, module.headers.get("content-type")]).toEqual([path, 200, "text/javascript; charset=utf-8"])
+          expect(module.headers.get("content-security-policy")).toContain("script-src 'self'")
+        }
         const back = yield* Effect.promise(() => send(`${url}/checkout/success?order_id=x&session_id=cs_test_1`))
         expect(back.text).toBe(page.text)
         expect(page.text.length + script.text.length + style.text.length).toBeLessThan(60_000)

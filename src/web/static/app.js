@@ -1,7 +1,7 @@
 // The morsel web page: a photo in, the estimate as a table and a chart; credit keys and purchases in the browser.
 import { createClient, MorselError } from "/client/morsel-client.js"
 import { preparePhoto } from "/photo.js"
-import { clear as clearResult, render } from "/result.js"
+import { clear as clearResult, showAnalysis as render } from "/correct.js"
 
 const KEY_STORE = "morsel.key"
 const ORDER_STORE = "morsel.order"

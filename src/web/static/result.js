@@ -11,7 +11,8 @@ const COLUMNS = [
   { label: "Protein g" },
   { label: "Carbs g" },
   { label: "Fat g" },
-  { label: "Source", className: "source" }
+  { label: "Source", className: "source" },
+  { label: "Correct", className: "edit" }
 ]
 
 function cells(tr, values, tag = "td", from = 0) {
@@ -36,40 +37,89 @@ export function clear() {
   $("dish").textContent = "Result"
 }
 
+/** An analysis result (SPEC §2.2) as the page shows it. */
 export function render(result) {
-  $("dish").textContent = result.dish_name
+  show({
+    title: result.dish_name,
+    items: result.items.map((item) => ({ ...item, grams: item.estimated_grams })),
+    totals: result.totals,
+    total_grams: result.estimated_total_grams,
+    request_id: result.request_id
+  })
+}
+
+/** The USDA record or the model's own figures an item's numbers come from. */
+function sourceOf(item) {
+  const source = document.createElement("span")
+  source.textContent = item.nutrition_source === "usda" ? "USDA" : "AI estimate"
+  if (item.matched_name) {
+    const small = document.createElement("small")
+    small.textContent = item.matched_name
+    source.append(small)
+  }
+  return source
+}
+
+/** The component's name, with the amount as the person gave it and a mark when they corrected it. */
+function nameOf(item) {
+  const name = document.createElement("span")
+  name.textContent = item.name
+  if (item.amount) {
+    const small = document.createElement("small")
+    small.textContent = item.amount
+    name.append(" ", small)
+  }
+  if (item.corrected) {
+    const badge = document.createElement("span")
+    badge.className = "badge"
+    badge.textContent = "corrected"
+    name.append(" ", badge)
+  }
+  return name
+}
+
+/**
+ * A meal: `items` with `name`, `grams` and, when counted, `nutrition`, `nutrition_source`, `matched_name`; an item
+ * not found has `nutrition` null and a `note` in place of its figures. `controls(item, index)`, when given, fills a
+ * last column; `incomplete` marks the total; `scroll` brings the result into view (a first showing, not an update).
+ */
+export function show(meal, { controls, incomplete = false, scroll = true } = {}) {
+  $("dish").textContent = meal.title
   const rows = $("rows")
   rows.replaceChildren()
-  for (const item of result.items) {
-    const source = document.createElement("span")
-    source.textContent = item.nutrition_source === "usda" ? "USDA" : "AI estimate"
-    if (item.matched_name) {
-      const small = document.createElement("small")
-      small.textContent = item.matched_name
-      source.append(small)
+  const extra = (item, index) => (controls ? [controls(item, index)] : [])
+  meal.items.forEach((item, index) => {
+    const tr = document.createElement("tr")
+    if (item.corrected) tr.className = "corrected"
+    if (item.nutrition) {
+      const n = item.nutrition
+      cells(tr, [nameOf(item), fmt(item.grams), fmt(n.kcal, 0), fmt(n.protein_g), fmt(n.carbs_g), fmt(n.fat_g), sourceOf(item), ...extra(item, index)])
+    } else {
+      tr.className = "unmatched"
+      cells(tr, [nameOf(item), item.grams ? fmt(item.grams) : "—"])
+      // In place of the figures and the source: why it is not counted, and what to do.
+      const note = document.createElement("td")
+      note.className = "note"
+      note.colSpan = 5
+      note.append(item.note ?? "Not found: not counted.")
+      tr.append(note)
+      if (controls) cells(tr, extra(item, index), "td", 7)
     }
-    rows.append(
-      cells(document.createElement("tr"), [
-        item.name,
-        fmt(item.estimated_grams),
-        fmt(item.nutrition.kcal, 0),
-        fmt(item.nutrition.protein_g),
-        fmt(item.nutrition.carbs_g),
-        fmt(item.nutrition.fat_g),
-        source
-      ])
-    )
-  }
-  const t = result.totals
+    rows.append(tr)
+  })
+  const t = meal.totals
   const total = document.createElement("tr")
-  cells(total, ["Total"], "th")
+  cells(total, [incomplete ? "Total, incomplete" : "Total"], "th")
   total.firstChild.scope = "row"
-  cells(total, [fmt(result.estimated_total_grams), fmt(t.kcal, 0), fmt(t.protein_g), fmt(t.carbs_g), fmt(t.fat_g), ""], "td", 1)
+  cells(total, [fmt(meal.total_grams), fmt(t.kcal, 0), fmt(t.protein_g), fmt(t.carbs_g), fmt(t.fat_g), "", ...(controls ? [""] : [])], "td", 1)
   $("totals").replaceChildren(total)
+  for (const th of document.querySelectorAll("#result thead .edit")) th.remove()
+  if (controls) cells(document.querySelector("#result thead tr"), ["Correct"], "th", 7).lastChild.scope = "col"
   drawChart(t)
-  $("request-id").textContent = result.request_id
+  $("request-id").textContent = meal.request_id ?? ""
+  $("request-id").parentElement.hidden = !meal.request_id
   $("result").hidden = false
-  $("result").scrollIntoView({ behavior: "smooth", block: "start" })
+  if (scroll) $("result").scrollIntoView({ behavior: "smooth", block: "start" })
 }
 
 /** Protein, carbohydrate and fat as shares of their energy (4, 4 and 9 kcal per gram), as a ring. */
