@@ -35,7 +35,7 @@ describe.skipIf(!hasChromium)("the MCP App in a browser host", () => {
       type Item = { name: string; estimated_grams: number; nutrition: { kcal: number; protein_g: number; carbs_g: number; fat_g: number } }
       const expected = (api.body as { items: Array<Item> }).items.map((item) => ({
         name: item.name,
-        grams: fmt(item.estimated_grams, 1),
+        grams: String(item.estimated_grams),
         kcal: fmt(item.nutrition.kcal, 0),
         protein: fmt(item.nutrition.protein_g, 1),
         carbs: fmt(item.nutrition.carbs_g, 1),
