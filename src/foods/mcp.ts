@@ -45,6 +45,8 @@ const FoodToolError = Schema.Struct({
 }).annotations({ identifier: "FoodToolError" })
 
 const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const
+/** MCP Apps: the model calls them, and so does analyze_food's card (its corrections) through the host; written out, as not every host assumes this default. */
+const FOR_MODEL_AND_APP = { ui: { visibility: ["model", "app"] } }
 const FREE =
   "Free: no payment and no key needed (a Bearer key on the connection, if sent, must be valid: invalid_key). No model call, nothing charged; LIMIT_FOODS_PER_MINUTE calls per client address and per key, shared with the REST food paths (rate_limited with retry_after_seconds). Errors have isError true and structuredContent { error: { code, message } } with the REST API's codes."
 
@@ -64,7 +66,8 @@ export const foodToolDefinitions: ReadonlyArray<Tool> = [
     ].join(" "),
     inputSchema: schemaOf(SearchInput, true),
     outputSchema: schemaOf(Schema.Union(FoodList, FoodToolError), false),
-    annotations: { title: "Search foods", ...READ_ONLY }
+    annotations: { title: "Search foods", ...READ_ONLY },
+    _meta: FOR_MODEL_AND_APP
   },
   {
     name: NUTRITION_TOOL,
@@ -78,7 +81,8 @@ export const foodToolDefinitions: ReadonlyArray<Tool> = [
     ].join(" "),
     inputSchema: schemaOf(NutritionRequest, true),
     outputSchema: schemaOf(Schema.Union(NutritionResult, FoodToolError), false),
-    annotations: { title: "Nutrition of named foods", ...READ_ONLY }
+    annotations: { title: "Nutrition of named foods", ...READ_ONLY },
+    _meta: FOR_MODEL_AND_APP
   }
 ]
 

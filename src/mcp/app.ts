@@ -1,4 +1,4 @@
-/** The MCP App of analyze_food (extension io.modelcontextprotocol/ui): one HTML resource that shows a result as the web page does and takes a photo. */
+/** The MCP App of analyze_food (extension io.modelcontextprotocol/ui): one HTML resource that shows a result as the web page does, corrects it and takes a photo. */
 import { existsSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
@@ -49,7 +49,7 @@ const resultSection = (page: string): string => {
   return page.slice(start, end + "</section>".length)
 }
 
-/** The App's HTML: the web page's style sheet and result view, the App SDK, and the card's own script, all inline. */
+/** The App's HTML: the web page's style sheet and result view, the App SDK, and the card's own scripts (what it hands the model, its corrections, the card), all inline. */
 export const appHtml = (): string => {
   const own = folder(["./app/", "../../src/mcp/app/", "../../../src/mcp/app/"])
   const web = folder(["../web/static/", "../../src/web/static/", "../../../src/web/static/"])
@@ -59,6 +59,8 @@ export const appHtml = (): string => {
     `const McpApp = ${appClassOf(sdk)}`,
     `const { render, clear } = ${exported(read(web, "result.js"), ["render", "clear"])}`,
     `const { preparePhoto } = ${exported(read(web, "photo.js"), ["preparePhoto"])}`,
+    `const { correctedMeal, contextOf, messageOf } = ${exported(read(own, "handover.js"), ["correctedMeal", "contextOf", "messageOf"])}`,
+    `const { makeCorrections } = ${exported(read(own, "corrections.js"), ["makeCorrections"])}`,
     read(own, "card.js")
   ].join("\n")
   return read(own, "card.html")

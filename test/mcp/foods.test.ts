@@ -46,7 +46,7 @@ const errorMessage = (result: CallToolResult): string => {
 
 describe("MCP food tools", () => {
   layer(serviceWith({}), { excludeTestServices: true, timeout: 120_000 })("on the shipped SR28 copy", (it) => {
-    it.scoped("tools/list shows the three tools; the two food tools are read-only, free, closed-world, with output schemas", () =>
+    it.scoped("tools/list shows the three tools; the two food tools are read-only, free, closed-world, with output schemas, for the model and the App", () =>
       Effect.gen(function* () {
         const { url } = yield* Service
         const mcp = yield* connect(url)
@@ -58,6 +58,8 @@ describe("MCP food tools", () => {
           expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false })
           expect(tool.outputSchema).toMatchObject({ type: "object", anyOf: expect.any(Array) })
           expect(tool.description).toContain("Free")
+          // MCP Apps: analyze_food's card calls them through the host to correct a result.
+          expect(tool._meta?.["ui"]).toEqual({ visibility: ["model", "app"] })
         }
         expect(tools[1]!.inputSchema).toMatchObject({ type: "object", required: ["query"], additionalProperties: false })
         expect(Object.keys(tools[1]!.inputSchema.properties ?? {}).sort()).toEqual(["limit", "query"])

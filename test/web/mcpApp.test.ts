@@ -1,11 +1,7 @@
 // The MCP App of analyze_food in a real browser (Debian's Chromium): a minimal host page with ext-apps' app bridge,
 // connected to the running server's /mcp, shows the card; a photo picked inside it is analysed through the host.
-import { existsSync } from "node:fs"
-import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
-import { build } from "esbuild"
 import { Effect, Layer } from "effect"
-import { chromium, type Frame, type Page } from "playwright-core"
 import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModel } from "../../src/analysis/VisionModel.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
@@ -13,68 +9,18 @@ import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
+import { cardRows, fmt, hasChromium, hostPage, launchChromium, offScreen, openHost, overflow, VIEWPORTS } from "../support/mcpAppPage.ts"
 import { startServer } from "../support/server.ts"
-
-const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
-if (!existsSync(CHROMIUM)) console.warn(`NOTICE: browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium)`)
 
 const vision = Layer.succeed(VisionModel, { model: "fake-vision-1", analyze: () => Effect.succeed(chickenRice) })
 const dependencies = Layer.mergeAll(vision, FoodDbEmpty, FundingMemory({ alice: 10 }), LimitsUnlimited)
 
-/** The host page: the bundled host script, served by the test at an address of the server's own origin. */
-const hostPage = async () => {
-  const bundled = await build({
-    entryPoints: [fileURLToPath(new URL("../support/mcpAppHost.js", import.meta.url))],
-    bundle: true,
-    format: "iife",
-    platform: "browser",
-    write: false,
-    logLevel: "silent"
-  })
-  const script = bundled.outputFiles[0]!.text.replaceAll("</script", "<\\/script")
-  return `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><style>body{margin:0}iframe{width:100%;border:0;min-height:400px}</style></head><body><script>${script}</script></body></html>`
-}
-
-const fmt = (n: number, digits: number) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
-
-/** The rows of the card as the user reads them (a card per item on a phone, a table row on a desktop). */
-const cardRows = (frame: Frame) =>
-  frame.$$eval("#rows tr", (trs) =>
-    trs.map((tr) => {
-      const cells = [...tr.querySelectorAll("td")].map((td) => td.textContent ?? "")
-      return { name: cells[0] ?? "", grams: cells[1] ?? "", kcal: cells[2] ?? "", protein: cells[3] ?? "", carbs: cells[4] ?? "", fat: cells[5] ?? "" }
-    })
-  )
-
-/** Cells of the items, totals and disclaimer with text that is not wholly on screen across (none should be). */
-const offScreen = (frame: Frame) =>
-  frame.$$eval("#rows td, #totals th, #totals td, .disclaimer", (nodes) =>
-    nodes
-      .map((node) => ({
-        text: node.textContent ?? "",
-        box: node.getBoundingClientRect(),
-        width: node.ownerDocument.documentElement.clientWidth
-      }))
-      .filter(({ text, box, width }) => text !== "" && (box.width === 0 || box.left < 0 || box.right > width))
-      .map(({ text }) => text)
-  )
-
-const appFrame = async (page: Page): Promise<Frame> => {
-  const handle = await page.waitForSelector("#app")
-  const frame = await handle.contentFrame()
-  if (frame === null) throw new Error("the App has no frame")
-  return frame
-}
-
-describe.skipIf(!existsSync(CHROMIUM))("the MCP App in a browser host", () => {
+describe.skipIf(!hasChromium)("the MCP App in a browser host", () => {
   it.scoped("the card shows the tool's result; a phone photo picked in it is shrunk, analysed through the host and shown; without a key it says so", () =>
     Effect.gen(function* () {
       const { url } = yield* startServer({ dependencies })
       const html = yield* Effect.promise(hostPage)
-      const browser = yield* Effect.acquireRelease(
-        Effect.promise(() => chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--no-first-run"] })),
-        (b) => Effect.promise(() => b.close())
-      )
+      const browser = yield* launchChromium
       // A phone photo for the App (it shrinks it); the REST call gets one within the API's limits.
       const photo = yield* Effect.promise(() => makeImage(4032, 3024, "jpeg"))
       const small = yield* Effect.promise(() => makeImage(1024, 768, "jpeg"))
@@ -89,24 +35,17 @@ describe.skipIf(!existsSync(CHROMIUM))("the MCP App in a browser host", () => {
       type Item = { name: string; estimated_grams: number; nutrition: { kcal: number; protein_g: number; carbs_g: number; fat_g: number } }
       const expected = (api.body as { items: Array<Item> }).items.map((item) => ({
         name: item.name,
-        grams: fmt(item.estimated_grams, 1),
+        grams: String(item.estimated_grams),
         kcal: fmt(item.nutrition.kcal, 0),
         protein: fmt(item.nutrition.protein_g, 1),
         carbs: fmt(item.nutrition.carbs_g, 1),
         fat: fmt(item.nutrition.fat_g, 1)
       }))
 
-      for (const viewport of [
-        { width: 1100, height: 1000 },
-        { width: 390, height: 844 }
-      ]) {
-        const page = yield* Effect.promise(() => browser.newPage({ viewport }))
-        yield* Effect.promise(() => page.route(`${url}/test-host`, (route) => route.fulfill({ contentType: "text/html", body: html })))
-        yield* Effect.promise(() => page.goto(`${url}/test-host`))
-        yield* Effect.promise(() => page.evaluate('startHost("memory_alice")'))
+      for (const viewport of VIEWPORTS) {
+        const { page, frame } = yield* openHost(browser, url, html, viewport, "memory_alice")
         const host = yield* Effect.promise(() => page.evaluate("({ protocolVersion: host.protocolVersion, resourceMimeType: host.resourceMimeType })"))
         expect(host).toEqual({ protocolVersion: "2026-07-28", resourceMimeType: "text/html;profile=mcp-app" })
-        const frame = yield* Effect.promise(() => appFrame(page))
 
         // The model calls the tool; the host hands the result to the App, which shows it as the card.
         const asModel = { image_base64: small.base64, mime_type: small.mime, idempotency_key: `app-test-model-${viewport.width}` }
@@ -122,25 +61,20 @@ describe.skipIf(!existsSync(CHROMIUM))("the MCP App in a browser host", () => {
         expect(yield* Effect.promise(() => cardRows(frame))).toEqual(expected)
         expect(yield* Effect.promise(() => frame.textContent("#photo-status"))).toMatch(/^4032 × 3024 px, .* Shrunk to/)
         expect(yield* Effect.promise(() => frame.textContent(".disclaimer"))).toContain("Every figure is an estimate")
-        expect(yield* Effect.promise(() => frame.$$eval("#rows .source", (cells) => cells.map((c) => c.textContent)))).toEqual(
+        expect(yield* Effect.promise(() => frame.$$eval("#rows .source > span", (cells) => cells.map((c) => c.textContent)))).toEqual(
           expected.map(() => "AI estimate")
         )
         const context = yield* Effect.promise(() => page.evaluate("host.modelContext"))
         expect(context).toEqual([{ structuredContent: expect.objectContaining({ dish_name: "Grilled chicken with rice" }) }])
         yield* Effect.promise(() => page.screenshot({ path: `test/artifacts/mcp-app-${viewport.width}.png`, fullPage: true }))
         // Nothing wider than the screen: the card fits a phone.
-        const overflow = yield* Effect.promise(() => frame.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth"))
-        expect(overflow, `at ${viewport.width} px`).toBeLessThanOrEqual(0)
+        expect(yield* Effect.promise(() => overflow(frame)), `at ${viewport.width} px`).toBeLessThanOrEqual(0)
         expect(yield* Effect.promise(() => offScreen(frame)), `at ${viewport.width} px`).toEqual([])
         yield* Effect.promise(() => page.close())
       }
 
       // A connection without a key: the card says so in words, and shows no result.
-      const page = yield* Effect.promise(() => browser.newPage({ viewport: { width: 390, height: 844 } }))
-      yield* Effect.promise(() => page.route(`${url}/test-host`, (route) => route.fulfill({ contentType: "text/html", body: html })))
-      yield* Effect.promise(() => page.goto(`${url}/test-host`))
-      yield* Effect.promise(() => page.evaluate('startHost("")'))
-      const frame = yield* Effect.promise(() => appFrame(page))
+      const { page, frame } = yield* openHost(browser, url, html, VIEWPORTS[1], "")
       yield* Effect.promise(() => frame.setInputFiles("#photo", { name: "meal.jpg", mimeType: "image/jpeg", buffer: small.bytes }))
       yield* Effect.promise(() => frame.waitForSelector("#message:not([hidden])", { timeout: 30_000 }))
       expect(yield* Effect.promise(() => frame.textContent("#message"))).toMatch(/credit key/)

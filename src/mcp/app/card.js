@@ -1,9 +1,10 @@
-// The card inside a chat (an MCP App): analyze_food's result in the web page's look, and a photo picked here, made fit
-// here (shrunk, or converted to JPEG) and analysed through the host with the connection's key. `McpApp` (the App
-// class), `render`, `clear` and `preparePhoto` (the web page's) come before it.
+// The card inside a chat (an MCP App): analyze_food's result in the web page's look, corrected here if need be, and a
+// photo picked here, made fit here (shrunk, or converted to JPEG) and analysed through the host with the connection's
+// key. `McpApp` (the App class), `render`, `clear`, `preparePhoto` (the web page's) and `makeCorrections` come before it.
 const el = (id) => document.getElementById(id)
 
 const app = new McpApp({ name: "morsel card", version: "1.0.0" }, {})
+const corrections = makeCorrections({ app, render })
 
 function showMessage(text) {
   el("message").textContent = text
@@ -28,8 +29,10 @@ function show(result) {
   if (!result.isError && content && Array.isArray(content.items)) {
     showMessage("")
     render(content)
+    corrections.start(content)
     return true
   }
+  corrections.stop()
   clear()
   const error = errorOf(result)
   showMessage(
@@ -49,6 +52,7 @@ function forgetPhoto() {
   preview.hidden = true
   preview.removeAttribute("src")
   showMessage("")
+  corrections.stop()
   clear()
 }
 
