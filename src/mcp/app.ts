@@ -41,12 +41,12 @@ const exported = (module: string, names: ReadonlyArray<string>): string => {
   return `(() => {\n${local}\nreturn { ${names.join(", ")} }\n})()`
 }
 
-/** The web page's result view (its `<section id="result">`), for the card to show a result as the page does. */
+/** The web page's result view (its `<section id="result">`) without the page's own editor, for the card to show a result as the page does. */
 const resultSection = (page: string): string => {
   const start = page.indexOf('<section id="result"')
   const end = page.indexOf("</section>", start)
   if (start < 0 || end < 0) throw new Error("the web page has no result section")
-  return page.slice(start, end + "</section>".length)
+  return page.slice(start, end + "</section>".length).replace(/<!--page-only[\s\S]*?<!--\/page-only-->\s*/g, "")
 }
 
 /** The App's HTML: the web page's style sheet and result view, the App SDK, and the card's own scripts (what it hands the model, its corrections, the card), all inline. */
