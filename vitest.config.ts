@@ -30,9 +30,7 @@ export default defineConfig({
     // Every run gets a temporary directory of its own, which must be empty when it ends (test/support/tmpdir.ts).
     globalSetup: ["test/support/tmpdir.ts"],
     projects: [
-      // The quick files share a worker's loaded modules (each file still runs afresh): loading Effect, the SDKs and
-      // PGlite once per worker instead of once per file saves most of a run's start-up time.
-      { extends: true, test: { name: "quick", include: ["test/**/*.test.ts"], exclude: [...configDefaults.exclude, ...SLOW], poolOptions: { forks: { isolate: false } } } },
+      { extends: true, test: { name: "quick", include: ["test/**/*.test.ts"], exclude: [...configDefaults.exclude, ...SLOW] } },
       { extends: true, test: { name: "slow", include: SLOW.map(tests) } }
     ]
   }
