@@ -1,5 +1,6 @@
 /** The matcher's warm index: what it reads of each food once (words, head, states, weights) and the BM25+ search over them. */
 import MiniSearch from "minisearch"
+import { COOKED, entriesScore, everydayOf } from "./everyday.ts"
 import { type Family, FAMILIES, type FamilyMember } from "./generic.ts"
 import type { PreparedQuery } from "./query.ts"
 import { DIET_VARIANT, formOf, isCookedByDefault, oddPartOf, recordPrior } from "./recordTraits.ts"
@@ -39,6 +40,10 @@ export interface IndexedFood {
   /** Fried, breaded or battered (French fries excepted: "fried" is their name). */
   readonly fried: boolean
   readonly babyFood: boolean
+  /** The search-only part of how plain and everyday the record is (everyday.ts). */
+  readonly everyday: number
+  /** Eaten cooked as a rule, but SR28 lists the food cooked only fried ("Tofu, fried"): raw is its usual record. */
+  readonly rawIsUsual: boolean
 }
 
 /** What the search index holds of a record, field by field, as stemmed words separated by spaces. */
@@ -159,7 +164,9 @@ const indexFood = (record: FoodRecord, shared: ReturnType<typeof sharing>): Stag
     form: formOf(record.description),
     dietVariant: DIET_VARIANT.test(description),
     fried: /\b(?:fried|breaded|batter)/.test(description.replace(/french fried/g, "")),
-    babyFood: record.foodGroup === "Baby Foods" || description.startsWith("babyfood") || description.startsWith("infant formula")
+    babyFood: record.foodGroup === "Baby Foods" || description.startsWith("babyfood") || description.startsWith("infant formula"),
+    everyday: everydayOf(record),
+    rawIsUsual: false
   }
   return {
     food,
@@ -192,10 +199,19 @@ export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
   const idf = new Map<string, number>()
   for (const [token, count] of df) idf.set(token, Math.log((n + 1) / (count + 0.5)))
   const weigh = (list: ReadonlyArray<string>) => list.reduce((sum, t) => sum + (idf.get(t) ?? 0), 0)
+  // Heads SR28 lists cooked some way other than frying: their raw records are not the usual ones.
+  const cookedHeads = new Set<string>()
+  for (const { food } of staged) if (!food.fried && COOKED.test(food.record.description.toLowerCase())) cookedHeads.add(food.head.join(" "))
+  // How many generic records a food and its kind have ("Wheat flour, white": 20; "Potato flour": 1); brands do not count.
+  const entries = new Map<string, number>()
+  const kindOf = (food: StagedFood["food"]) => `${food.head.join(" ")}|${food.specific.join(" ")}`
+  for (const { food, brands } of staged) if (brands === undefined) entries.set(kindOf(food), (entries.get(kindOf(food)) ?? 0) + 1)
   const foods: Array<IndexedFood> = staged.map(({ food, brands, contentTokens, headTokens }) => {
     if (brands !== undefined) food.brands = new Set(brands.filter((w) => !generic.has(w)))
     food.contentWeight = weigh(contentTokens)
     food.headWeight = weigh(headTokens)
+    food.rawIsUsual = food.cookedByDefault && !cookedHeads.has(food.head.join(" "))
+    food.everyday += entriesScore(entries.get(kindOf(food)) ?? 1)
     return food
   })
   // Fields are already normalised and stemmed: the search index splits on spaces and keeps the words as they are.

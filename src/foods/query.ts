@@ -86,7 +86,18 @@ export const retrieve = (index: FoodIndex, content: ReadonlyArray<{ readonly alt
   return hits.map((r) => ({ food: r.id as number, relevance: best > 0 ? r.score / best : 0 }))
 }
 
-const prepareAfresh = (index: FoodIndex, query: string, backOff: boolean): PreparedQuery => {
+/**
+ * A query in USDA's order, the food first and then its kind and preparation ("tomatoes, cherry", "chicken breast,
+ * grilled": how the vision model is asked to write them), in the order of speech ("cherry tomatoes", "grilled chicken
+ * breast"), whose last word is the food: the first segment goes last.
+ */
+export const inSpokenOrder = (query: string): string => {
+  const segments = query.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+  return segments.length < 2 ? query : [...segments.slice(1), segments[0]].join(" ")
+}
+
+const prepareAfresh = (index: FoodIndex, written: string, backOff: boolean): PreparedQuery => {
+  const query = inSpokenOrder(written)
   const terms = joinCompounds(index, queryTerms(query))
   const states = new Set<StateWord>()
   const content: Array<{ alternatives: ReadonlyArray<string>; weight: number }> = []

@@ -23,7 +23,7 @@ export const foodIn = (index: FoodIndex, fdcId: string): Option.Option<FoodRecor
  * plain, everyday record first), then the records that merely share its words, so a half-typed name still finds some.
  */
 export const searchIn = (index: FoodIndex, text: string, limit: number): ReadonlyArray<FoodRecord> => {
-  const ranked = rank(index, { query: text, guessPer100g: NO_GUESS }, limit, { ignoreGuess: true })
+  const ranked = rank(index, { query: text, guessPer100g: NO_GUESS }, limit, { ignoreGuess: true, everyday: true })
   const out: Array<FoodRecord> = ranked.map((c) => c.record)
   if (out.length >= limit) return out
   const seen = new Set(out)
@@ -41,4 +41,4 @@ export const searchIn = (index: FoodIndex, text: string, limit: number): Readonl
 
 /** The record a food typed in words names, judged as an analysis query is but without the model's estimate. */
 export const namedIn = (index: FoodIndex, text: string): Option.Option<FoodRecord> =>
-  Option.fromNullable(rank(index, { query: text, guessPer100g: NO_GUESS }, 3, { ignoreGuess: true }).find(isTrusted)?.record)
+  Option.fromNullable(rank(index, { query: text, guessPer100g: NO_GUESS }, 3, { ignoreGuess: true, everyday: true }).find(isTrusted)?.record)
