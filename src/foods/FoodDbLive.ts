@@ -1,9 +1,10 @@
 /** Layers of the FoodDb seam: the live one (warm index loaded from PostgreSQL, optional FDC API), in-memory and empty ones. */
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Layer, Option, Ref, Schedule } from "effect"
+import { Clock, Deferred, Duration, Effect, Layer, Option, Ref, Schedule } from "effect"
 import { AppConfig } from "../config.ts"
 import { FDC_API_BASE, type FdcApiSettings, makeFdcSearch } from "./fdcApi.ts"
 import { FoodDb, type FoodQuery } from "./FoodDb.ts"
+import { buildIndexInTurns } from "./foodIndex.ts"
 import { buildIndex, type FoodIndex, MATCHER_VERSION, matchIn } from "./matcher.ts"
 import type { FoodRecord } from "./records.ts"
 import { latestImport, loadRecords } from "./repository.ts"
@@ -49,7 +50,7 @@ export interface FoodDbLiveOptions {
   readonly shipped?: boolean
 }
 
-/** The live FoodDb with explicit options: index loaded at start, reloaded when a newer import is seen. */
+/** The live FoodDb with explicit options: index built once the server listens, rebuilt when a newer import is seen. */
 export const makeFoodDbLive = (options: FoodDbLiveOptions = {}) =>
   Layer.scoped(
     FoodDb,
@@ -59,25 +60,41 @@ export const makeFoodDbLive = (options: FoodDbLiveOptions = {}) =>
       const load = Effect.gen(function* () {
         const importId = yield* latestImport
         const records = yield* loadRecords()
-        return { importId, index: buildIndex(records) }
-      }).pipe(Effect.withSpan("foods.loadIndex"))
-      const state = yield* Ref.make<{ importId: string | undefined; index: FoodIndex }>(yield* load)
-      yield* Effect.logInfo("food index ready").pipe(Effect.annotateLogs({ foods: (yield* Ref.get(state)).index.size }))
+        const started = yield* Clock.currentTimeMillis
+        const index = yield* Effect.promise(() => buildIndexInTurns(records))
+        return { importId, index, buildMs: (yield* Clock.currentTimeMillis) - started }
+      }).pipe(Effect.withSpan("foods.loadIndex"), Effect.provideService(SqlClient.SqlClient, sql))
+      // Building the index of SR28 takes 1–3 s, and up to 13 s on a loaded machine: the server answers (/health among
+      // the rest) while it is built, and the calls that need foods wait for it.
+      const state = yield* Ref.make<{ importId: string | undefined; index: FoodIndex } | undefined>(undefined)
+      const ready = yield* Deferred.make<FoodIndex>()
+      const first = load.pipe(
+        Effect.tapError((error) => Effect.logWarning("food index load failed; trying again").pipe(Effect.annotateLogs({ error: String(error) }))),
+        Effect.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10))))),
+        Effect.tap((loaded) => Ref.set(state, loaded)),
+        Effect.tap((loaded) => Deferred.succeed(ready, loaded.index)),
+        Effect.tap((loaded) => Effect.logInfo("food index ready").pipe(Effect.annotateLogs({ foods: loaded.index.size, build_ms: loaded.buildMs })))
+      )
 
       const refresh = Effect.gen(function* () {
         const current = yield* Ref.get(state)
-        if ((yield* latestImport) === current.importId) return
+        if ((yield* latestImport) === current?.importId) return
         const next = yield* load
         yield* Ref.set(state, next)
-        yield* Effect.logInfo("food index reloaded after an import").pipe(Effect.annotateLogs({ foods: next.index.size }))
+        yield* Effect.logInfo("food index reloaded after an import").pipe(Effect.annotateLogs({ foods: next.index.size, build_ms: next.buildMs }))
       }).pipe(
         Effect.catchAll((error) => Effect.logWarning("food index refresh failed; keeping the current index").pipe(Effect.annotateLogs({ error: String(error) }))),
         Effect.provideService(SqlClient.SqlClient, sql)
       )
-      yield* refresh.pipe(Effect.repeat(Schedule.spaced(options.refresh ?? FOOD_INDEX_REFRESH)), Effect.forkScoped)
+      yield* first.pipe(
+        Effect.zipRight(refresh.pipe(Effect.repeat(Schedule.spaced(options.refresh ?? FOOD_INDEX_REFRESH)))),
+        Effect.forkScoped
+      )
+      /** The index of the moment, once the first one is built. */
+      const current = Effect.flatMap(Deferred.await(ready), (first) => Effect.map(Ref.get(state), (s) => s?.index ?? first))
 
       const api = options.fdcApi === undefined ? undefined : yield* makeFdcSearch(options.fdcApi)
-      const matchLocal = (query: FoodQuery) => Effect.map(Ref.get(state), ({ index }) => matchIn(index, query))
+      const matchLocal = (query: FoodQuery) => Effect.map(current, (index) => matchIn(index, query))
       const match =
         api === undefined
           ? matchLocal
@@ -95,7 +112,7 @@ export const makeFoodDbLive = (options: FoodDbLiveOptions = {}) =>
       return {
         matcherVersion: api === undefined ? MATCHER_VERSION : `${MATCHER_VERSION}+fdc-api`,
         match,
-        ...readersOf(Effect.map(Ref.get(state), (s) => s.index))
+        ...readersOf(current)
       }
     })
   )
