@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Deferred, Duration, Effect, Layer, Option, Ref, Schedule } from "effect"
 import { AppConfig } from "../config.ts"
 import { FDC_API_BASE, type FdcApiSettings, makeFdcSearch } from "./fdcApi.ts"
-import { FoodDb, type FoodQuery } from "./FoodDb.ts"
+import { FoodDb, type FoodQuery, type FoodReader } from "./FoodDb.ts"
 import { buildIndexInTurns } from "./foodIndex.ts"
 import { buildIndex, type FoodIndex, MATCHER_VERSION, matchIn } from "./matcher.ts"
 import type { FoodRecord } from "./records.ts"
@@ -21,18 +21,29 @@ export const FoodDbMemory = (records: ReadonlyArray<FoodRecord>) =>
     return { matcherVersion: MATCHER_VERSION, match: (query: FoodQuery) => Effect.sync(() => matchIn(index, query)), ...readersOf(Effect.succeed(index)) }
   })
 
+/** Search, names and lookups over one index. */
+export const readerOf = (index: FoodIndex): FoodReader => ({
+  search: (text, limit) => searchIn(index, text, limit),
+  named: (text) => Option.getOrUndefined(namedIn(index, text)),
+  food: (fdcId) => Option.getOrUndefined(foodIn(index, fdcId))
+})
+
 /** Search, names and lookups over the index of the moment. */
 const readersOf = (index: Effect.Effect<FoodIndex>) => ({
   search: (text: string, limit: number) => Effect.map(index, (i) => searchIn(i, text, limit)),
   named: (text: string) => Effect.map(index, (i) => namedIn(i, text)),
-  food: (fdcId: string) => Effect.map(index, (i) => foodIn(i, fdcId))
+  food: (fdcId: string) => Effect.map(index, (i) => foodIn(i, fdcId)),
+  reader: Effect.map(index, readerOf)
 })
+
+const NO_FOODS: FoodReader = { search: () => [], named: () => undefined, food: () => undefined }
 
 /** Search, names and lookups of a FoodDb without foods (for test doubles of `match`). */
 export const noFoods = {
   search: () => Effect.succeed([]),
   named: () => Effect.succeed(Option.none()),
-  food: () => Effect.succeed(Option.none())
+  food: () => Effect.succeed(Option.none()),
+  reader: Effect.succeed(NO_FOODS)
 }
 
 /** A FoodDb that never matches: every item keeps the model's numbers (`nutrition_source: "ai"`). */

@@ -155,15 +155,34 @@ const assessAll = (index: FoodIndex, prepared: PreparedQuery): ReadonlyArray<Ass
   return assessed
 }
 
+/** How many of a text's candidates are kept in their everyday order (the most a search answers). */
+const EVERYDAY_KEPT = 25
+
 /** Candidates that could be trusted for a query (head word present, energy and words close enough), best first. */
 export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Reading = {}): ReadonlyArray<RankedCandidate> => {
   const prepared = prepare(index, query.query, reading.backOff === true)
-  const judgeByGuess = reading.ignoreGuess !== true
   if (prepared.content.length === 0 || prepared.totalWeight === 0) return []
   prepared.assessed ??= assessAll(index, prepared)
+  // Read without a guess, a text's order never changes: it is made once and kept with the text.
+  if (reading.everyday === true && reading.ignoreGuess === true && limit <= EVERYDAY_KEPT) {
+    prepared.everyday ??= bestOf(prepared, prepared.assessed, query, EVERYDAY_KEPT, reading)
+    return prepared.everyday.slice(0, limit)
+  }
+  return bestOf(prepared, prepared.assessed, query, limit, reading)
+}
+
+/** The best `limit` of the assessed candidates, in the order of their score (and, read so, how everyday they are). */
+const bestOf = (
+  prepared: PreparedQuery,
+  assessed: ReadonlyArray<Assessed>,
+  query: FoodQuery,
+  limit: number,
+  reading: Reading
+): ReadonlyArray<RankedCandidate> => {
+  const judgeByGuess = reading.ignoreGuess !== true
   // Keep only the best few while scanning: no sort and no allocation per candidate.
   const best: Array<{ readonly candidate: Assessed; readonly guess: number; readonly score: number; readonly everyday: number; readonly order: number }> = []
-  for (const candidate of prepared.assessed) {
+  for (const candidate of assessed) {
     const per100g = candidate.food.record.per100g
     // A record too far from the guess can never be trusted.
     if (judgeByGuess && !isPlausible(per100g, query.guessPer100g)) continue

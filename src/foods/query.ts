@@ -1,6 +1,7 @@
 /** A query as the matcher reads it against an index: its weighted words, states and form, its family, its retrieval. */
 import type { Family, Form, FamilyMember } from "./generic.ts"
 import { correctSpelling, type FoodIndex, type IndexedFood, PREPARED_QUERIES } from "./foodIndex.ts"
+import type { RankedCandidate } from "./matcher.ts"
 import { DIET_VARIANT, formOf } from "./recordTraits.ts"
 import { type QueryTerm, queryTerms, plainKey, type StateWord, stateOf, stem } from "./text.ts"
 import { DRY_FORMS, EQUIVALENT, FRIED, NOT_COOKING, RAWISH } from "./vocabulary.ts"
@@ -27,6 +28,8 @@ export interface PreparedQuery {
    * (`assessAll`): retrieved and assessed the first time it is ranked (a generic name's family never needs them).
    */
   assessed?: ReadonlyArray<Assessed>
+  /** Its best candidates in their everyday order (search and nutrition in words, no guess): made the first time asked. */
+  everyday?: ReadonlyArray<RankedCandidate>
 }
 
 export const prepare = (index: FoodIndex, query: string, backOff = false): PreparedQuery => {
