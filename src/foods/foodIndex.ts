@@ -73,6 +73,8 @@ export interface FoodIndex {
   readonly families: ReadonlyMap<string, { readonly family: Family; readonly members: ReadonlyArray<FamilyMember> }>
   /** Queries already read against this index: a model names the same few foods again and again. */
   readonly prepared: Map<string, PreparedQuery>
+  /** Searches already answered from this index, by limit and text (people search the same few foods too). */
+  readonly searches: Map<string, ReadonlyArray<FoodRecord>>
 }
 
 /** How many prepared queries an index keeps; past that it starts afresh (a query, its retrieval included, costs about 0.5 ms to prepare and rank first). */
@@ -236,7 +238,7 @@ function* indexing(records: ReadonlyArray<FoodRecord>): Generator<void, FoodInde
     yield
   }
   const families = yield* familiesOf(foods)
-  return { size: foods.length, foods, search, idf, maxIdf: Math.log(n + 1), families, prepared: new Map() }
+  return { size: foods.length, foods, search, idf, maxIdf: Math.log(n + 1), families, prepared: new Map(), searches: new Map() }
 }
 
 /** Builds the warm index over every record, search index included (0.6–3 s for SR28's 8,789 foods, more on a loaded machine). */

@@ -1,6 +1,6 @@
 /** Food search and lookups over the matcher's index: the ranking of a text without a model's estimate, as a person means it. */
 import { Option } from "effect"
-import type { FoodIndex } from "./foodIndex.ts"
+import { type FoodIndex, PREPARED_QUERIES } from "./foodIndex.ts"
 import { isTrusted, rank } from "./matcher.ts"
 import type { FoodRecord } from "./records.ts"
 
@@ -23,6 +23,16 @@ export const foodIn = (index: FoodIndex, fdcId: string): Option.Option<FoodRecor
  * plain, everyday record first), then the records that merely share its words, so a half-typed name still finds some.
  */
 export const searchIn = (index: FoodIndex, text: string, limit: number): ReadonlyArray<FoodRecord> => {
+  const key = `${limit}\u0000${text}`
+  const known = index.searches.get(key)
+  if (known !== undefined) return known
+  const found = searchAfresh(index, text, limit)
+  if (index.searches.size >= PREPARED_QUERIES) index.searches.clear()
+  index.searches.set(key, found)
+  return found
+}
+
+const searchAfresh = (index: FoodIndex, text: string, limit: number): ReadonlyArray<FoodRecord> => {
   const ranked = rank(index, { query: text, guessPer100g: NO_GUESS }, limit, { ignoreGuess: true, everyday: true })
   const out: Array<FoodRecord> = ranked.map((c) => c.record)
   if (out.length >= limit) return out
