@@ -72,7 +72,7 @@ export const makeFoodDbLive = (options: FoodDbLiveOptions = {}) =>
         const importId = yield* latestImport
         const records = yield* loadRecords()
         const started = yield* Clock.currentTimeMillis
-        const index = yield* Effect.promise(() => buildIndexInTurns(records))
+        const index = yield* Effect.promise((signal) => buildIndexInTurns(records, signal))
         return { importId, index, buildMs: (yield* Clock.currentTimeMillis) - started }
       }).pipe(Effect.withSpan("foods.loadIndex"), Effect.provideService(SqlClient.SqlClient, sql))
       // Building the index of SR28 takes 1–3 s, and up to 13 s on a loaded machine: the server answers (/health among

@@ -257,10 +257,12 @@ export const BUILD_SLICE_MS = 10
  * Builds the index as `buildIndex` does, giving the event loop its turn every BUILD_SLICE_MS: a server answers its
  * requests (GET /health among them) while it builds one, instead of not at all for the seconds that takes.
  */
-export const buildIndexInTurns = (records: ReadonlyArray<FoodRecord>): Promise<FoodIndex> =>
+export const buildIndexInTurns = (records: ReadonlyArray<FoodRecord>, signal?: AbortSignal): Promise<FoodIndex> =>
   new Promise((resolve, reject) => {
     const steps = indexing(records)
     const slice = () => {
+      // A server stopped while it builds (interrupted) stops building, rather than holding its process open.
+      if (signal?.aborted === true) return reject(signal.reason)
       try {
         const until = performance.now() + BUILD_SLICE_MS
         for (;;) {

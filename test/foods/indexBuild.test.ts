@@ -21,4 +21,11 @@ describe("building the food index in turns", () => {
       expect(searchIn(index, text, 5).map((r) => r.sourceId), text).toEqual(searchIn(whole, text, 5).map((r) => r.sourceId))
     }
   })
+
+  it("stops when its signal aborts (a server stopped while it builds)", async () => {
+    const controller = new AbortController()
+    const building = buildIndexInTurns(shippedFoods(), controller.signal)
+    controller.abort(new Error("stopped"))
+    await expect(building).rejects.toThrow("stopped")
+  })
 })
