@@ -1,6 +1,6 @@
 /**
  * `npx tsx bench/profile.ts <scenario> [seconds]`: runs the benchmark's morsel under the sampling profiler, loads it
- * with one scenario (replay, challenge, health, analyze, matcher) twice and prints where the CPU of the second,
+ * with one scenario (replay, challenge, health, analyze, matcher, search, nutrition, nutrition-text) twice and prints where the CPU of the second,
  * warm pass went: the functions with the most self time and the packages they belong to. The profile itself stays
  * in bench/results/profiles/.
  */
@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { type Call, type Child, load, send, sequential, startRole } from "./service/load.ts"
-import { analyzeCall, morselEnv, photos, roles } from "./service/roles.ts"
+import { analyzeCall, morselEnv, nutritionCall, photos, roles } from "./service/roles.ts"
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)))
 
@@ -79,7 +79,11 @@ const scenarios = async (): Promise<Record<string, (morsel: Child) => Promise<un
     health: steady({ method: "GET", path: "/health" }),
     // New analyses need new keys in each pass: a key already answered is only replayed.
     analyze: ({ port }) => sequential(port, Math.max(4, Math.round(seconds * 5)), (i) => analyzeCall(large, `${run}-big-${++passes}-${i}`)),
-    matcher: ({ port }) => sequential(port, Math.max(10, Math.round(seconds * 20)), (i) => analyzeCall(small, `${run}-twenty-${++passes}-${i}`, "lt"))
+    matcher: ({ port }) => sequential(port, Math.max(10, Math.round(seconds * 20)), (i) => analyzeCall(small, `${run}-twenty-${++passes}-${i}`, "lt")),
+    // The free food paths: a search, and nutrition for twenty items half by text, half by id.
+    search: steady({ method: "GET", path: "/v1/foods?q=chicken%20breast" }),
+    nutrition: steady(nutritionCall(20)),
+    "nutrition-text": steady(nutritionCall(20, true))
   }
 }
 

@@ -1,5 +1,6 @@
 /** `npm run bench`: runs every benchmark module in turn and prints its figures. */
 import { foodsBenchmark } from "./foods.ts"
+import { foodsApiBenchmark } from "./foodsApi.ts"
 
 export interface Benchmark {
   readonly name: string
@@ -8,7 +9,7 @@ export interface Benchmark {
 }
 
 /** Add further benchmarks here (one module each). */
-const benchmarks: ReadonlyArray<Benchmark> = [foodsBenchmark]
+const benchmarks: ReadonlyArray<Benchmark> = [foodsBenchmark, foodsApiBenchmark]
 
 const only = process.argv.slice(2)
 let failed = false

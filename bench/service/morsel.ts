@@ -22,7 +22,7 @@ import { serveWith } from "../../src/server.ts"
 import { X402Funding } from "../../src/x402/X402Funding.ts"
 import { DEV_FOODS } from "../../test/foods/devset.ts"
 import { FDC_FIXTURE_DIR, hasSr28, SR28_DIR } from "../../test/foods/paths.ts"
-import { healthy } from "./load.ts"
+import { healthy, send } from "./load.ts"
 import { breakdown } from "./memory.ts"
 
 /** Tells the parent where the server listens, on one stdout line (the reference seller's role says it too). */
@@ -134,7 +134,10 @@ export const morsel = async () => {
  */
 const announceWhenHealthy = async (port: number) => {
   for (;;) {
-    if (await healthy(port)) return announce(port)
+    if (await healthy(port)) break
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
+  // The food index is built once the server listens: the figures are of a server that holds it.
+  await send(port, { method: "GET", path: "/v1/foods?q=rice&limit=1" }, undefined, 300_000)
+  announce(port)
 }

@@ -23,7 +23,7 @@ export const morselEnv = (dataDir: string): Record<string, string> => ({
   X402_SETTLER_PRIVATE_KEY: `0x${"11".repeat(32)}`,
   X402_RPC_URL: "http://127.0.0.1:9",
   ...Object.fromEntries(
-    ["GLOBAL_PER_DAY", "GLOBAL_PER_HOUR", "PAYER_PER_DAY", "CONCURRENT", "X402_PER_DAY", "X402_PER_HOUR", "X402_CONCURRENT"].map((name) => [
+    ["GLOBAL_PER_DAY", "GLOBAL_PER_HOUR", "PAYER_PER_DAY", "CONCURRENT", "X402_PER_DAY", "X402_PER_HOUR", "X402_CONCURRENT", "FOODS_PER_MINUTE"].map((name) => [
       `LIMIT_${name}`,
       "1000000"
     ])
@@ -37,6 +37,14 @@ export const analyzeCall = (image: Buffer, key: string, language: "en" | "lt" = 
   headers: { authorization: BENCH_KEY, "idempotency-key": key },
   body: Buffer.from(JSON.stringify({ image_base64: image.toString("base64"), mime_type: "image/jpeg", language }))
 })
+
+/** POST /v1/nutrition with `count` items of a meal, every other one by text and the rest by id (or all by text). */
+export const nutritionCall = (count: number, byText = false): Call => {
+  const texts = ["rice, white, cooked", "chicken breast", "broccoli", "olive oil", "tofu"]
+  const ids = ["20045", "05064", "11090", "04053", "16427"]
+  const items = Array.from({ length: count }, (_, i) => (byText || i % 2 === 0 ? { query: texts[Math.floor(i / 2) % texts.length], grams: 100 } : { fdc_id: ids[i % ids.length], grams: 50 }))
+  return { method: "POST", path: "/v1/nutrition", body: Buffer.from(JSON.stringify({ items })) }
+}
 
 /** The x402 reference seller: `@x402/express`'s payment middleware on an express app, answering POST /v1/analyze. */
 export const reference = async () => {

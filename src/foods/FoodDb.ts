@@ -18,6 +18,13 @@ export interface FoodMatch {
   readonly per100g: Nutrition
 }
 
+/** Search, names and lookups over one index, answered at once: a call of many items reads the index once. */
+export interface FoodReader {
+  readonly search: (text: string, limit: number) => ReadonlyArray<FoodRecord>
+  readonly named: (text: string) => FoodRecord | undefined
+  readonly food: (fdcId: string) => FoodRecord | undefined
+}
+
 export class FoodDb extends Context.Tag("morsel/FoodDb")<
   FoodDb,
   {
@@ -31,5 +38,7 @@ export class FoodDb extends Context.Tag("morsel/FoodDb")<
     readonly named: (text: string) => Effect.Effect<Option.Option<FoodRecord>>
     /** One local food by its id (`fdc_id` of an analysis item). */
     readonly food: (fdcId: string) => Effect.Effect<Option.Option<FoodRecord>>
+    /** The three above over the index of the moment, for reading it many times in one call. */
+    readonly reader: Effect.Effect<FoodReader>
   }
 >() {}

@@ -1,5 +1,6 @@
 /** The matcher's warm index: what it reads of each food once (words, head, states, weights) and the BM25+ search over them. */
 import MiniSearch from "minisearch"
+import { COOKED, entriesScore, everydayOf } from "./everyday.ts"
 import { type Family, FAMILIES, type FamilyMember } from "./generic.ts"
 import type { PreparedQuery } from "./query.ts"
 import { DIET_VARIANT, formOf, isCookedByDefault, oddPartOf, recordPrior } from "./recordTraits.ts"
@@ -39,6 +40,10 @@ export interface IndexedFood {
   /** Fried, breaded or battered (French fries excepted: "fried" is their name). */
   readonly fried: boolean
   readonly babyFood: boolean
+  /** The search-only part of how plain and everyday the record is (everyday.ts). */
+  readonly everyday: number
+  /** Eaten cooked as a rule, but SR28 lists the food cooked only fried ("Tofu, fried"): raw is its usual record. */
+  readonly rawIsUsual: boolean
 }
 
 /** What the search index holds of a record, field by field, as stemmed words separated by spaces. */
@@ -68,6 +73,8 @@ export interface FoodIndex {
   readonly families: ReadonlyMap<string, { readonly family: Family; readonly members: ReadonlyArray<FamilyMember> }>
   /** Queries already read against this index: a model names the same few foods again and again. */
   readonly prepared: Map<string, PreparedQuery>
+  /** Searches already answered from this index, by limit and text (people search the same few foods too). */
+  readonly searches: Map<string, ReadonlyArray<FoodRecord>>
 }
 
 /** How many prepared queries an index keeps; past that it starts afresh (a query, its retrieval included, costs about 0.5 ms to prepare and rank first). */
@@ -159,7 +166,9 @@ const indexFood = (record: FoodRecord, shared: ReturnType<typeof sharing>): Stag
     form: formOf(record.description),
     dietVariant: DIET_VARIANT.test(description),
     fried: /\b(?:fried|breaded|batter)/.test(description.replace(/french fried/g, "")),
-    babyFood: record.foodGroup === "Baby Foods" || description.startsWith("babyfood") || description.startsWith("infant formula")
+    babyFood: record.foodGroup === "Baby Foods" || description.startsWith("babyfood") || description.startsWith("infant formula"),
+    everyday: everydayOf(record),
+    rawIsUsual: false
   }
   return {
     food,
@@ -179,10 +188,17 @@ const indexFood = (record: FoodRecord, shared: ReturnType<typeof sharing>): Stag
 
 const mapDefined = <A, B>(a: A | undefined, f: (a: A) => B): B | undefined => (a === undefined ? undefined : f(a))
 
-/** Builds the warm index over every record, search index included (≈ 400 ms for SR28's 8,789 foods). */
-export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
+/**
+ * The steps of building the warm index over every record, search index included: the generator pauses after each
+ * food of each pass, so that a caller can let other work run between them (`buildIndexInTurns`).
+ */
+function* indexing(records: ReadonlyArray<FoodRecord>): Generator<void, FoodIndex> {
   const shared = sharing()
-  const staged = records.map((record) => indexFood(record, shared))
+  const staged: Array<StagedFood> = []
+  for (const record of records) {
+    staged.push(indexFood(record, shared))
+    yield
+  }
   // A capitalised word is a brand only if no generic record uses it ("Gatorade" is, "Chicken Nuggets" is not).
   const generic = new Set<string>()
   for (const { food, brands } of staged) if (brands === undefined) for (const token of food.tokens) generic.add(token)
@@ -192,12 +208,24 @@ export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
   const idf = new Map<string, number>()
   for (const [token, count] of df) idf.set(token, Math.log((n + 1) / (count + 0.5)))
   const weigh = (list: ReadonlyArray<string>) => list.reduce((sum, t) => sum + (idf.get(t) ?? 0), 0)
+  yield
+  // Heads SR28 lists cooked some way other than frying: their raw records are not the usual ones.
+  const cookedHeads = new Set<string>()
+  for (const { food } of staged) if (!food.fried && COOKED.test(food.record.description.toLowerCase())) cookedHeads.add(food.head.join(" "))
+  // How many generic records a food and its kind have ("Wheat flour, white": 20; "Potato flour": 1); brands do not count.
+  const entries = new Map<string, number>()
+  const kindOf = (food: StagedFood["food"]) => `${food.head.join(" ")}|${food.specific.join(" ")}`
+  for (const { food, brands } of staged) if (brands === undefined) entries.set(kindOf(food), (entries.get(kindOf(food)) ?? 0) + 1)
+  yield
   const foods: Array<IndexedFood> = staged.map(({ food, brands, contentTokens, headTokens }) => {
     if (brands !== undefined) food.brands = new Set(brands.filter((w) => !generic.has(w)))
     food.contentWeight = weigh(contentTokens)
     food.headWeight = weigh(headTokens)
+    food.rawIsUsual = food.cookedByDefault && !cookedHeads.has(food.head.join(" "))
+    food.everyday += entriesScore(entries.get(kindOf(food)) ?? 1)
     return food
   })
+  yield
   // Fields are already normalised and stemmed: the search index splits on spaces and keeps the words as they are.
   const search = new MiniSearch<SearchDoc>({
     fields: SEARCH_FIELDS,
@@ -205,12 +233,52 @@ export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
     processTerm: (term) => (term.length > 0 ? term : null),
     searchOptions: { boost: FIELD_BOOST }
   })
-  search.addAll(staged.map((food, id) => ({ id, ...food.searchDoc })))
-  return { size: foods.length, foods, search, idf, maxIdf: Math.log(n + 1), families: familiesOf(foods), prepared: new Map() }
+  for (const [id, food] of staged.entries()) {
+    search.add({ id, ...food.searchDoc })
+    yield
+  }
+  const families = yield* familiesOf(foods)
+  return { size: foods.length, foods, search, idf, maxIdf: Math.log(n + 1), families, prepared: new Map(), searches: new Map() }
 }
 
+/** Builds the warm index over every record, search index included (0.6–3 s for SR28's 8,789 foods, more on a loaded machine). */
+export const buildIndex = (records: ReadonlyArray<FoodRecord>): FoodIndex => {
+  const steps = indexing(records)
+  for (;;) {
+    const step = steps.next()
+    if (step.done) return step.value
+  }
+}
+
+/** How long the index is built at a stretch before the event loop gets its turn (a request waits at most about this long). */
+export const BUILD_SLICE_MS = 10
+
+/**
+ * Builds the index as `buildIndex` does, giving the event loop its turn every BUILD_SLICE_MS: a server answers its
+ * requests (GET /health among them) while it builds one, instead of not at all for the seconds that takes.
+ */
+export const buildIndexInTurns = (records: ReadonlyArray<FoodRecord>, signal?: AbortSignal): Promise<FoodIndex> =>
+  new Promise((resolve, reject) => {
+    const steps = indexing(records)
+    const slice = () => {
+      // A server stopped while it builds (interrupted) stops building, rather than holding its process open.
+      if (signal?.aborted === true) return reject(signal.reason)
+      try {
+        const until = performance.now() + BUILD_SLICE_MS
+        for (;;) {
+          const step = steps.next()
+          if (step.done) return resolve(step.value)
+          if (performance.now() >= until) return setImmediate(slice)
+        }
+      } catch (error) {
+        reject(error)
+      }
+    }
+    setImmediate(slice)
+  })
+
 /** Each generic name's family: its ordinary members (no brands, baby foods, diet variants or odd parts), cooked or raw. */
-const familiesOf = (foods: ReadonlyArray<IndexedFood>) => {
+function* familiesOf(foods: ReadonlyArray<IndexedFood>): Generator<void, ReadonlyMap<string, { family: Family; members: ReadonlyArray<FamilyMember> }>> {
   const out = new Map<string, { family: Family; members: ReadonlyArray<FamilyMember> }>()
   for (const family of FAMILIES) {
     const members: Array<FamilyMember> = []
@@ -222,6 +290,7 @@ const familiesOf = (foods: ReadonlyArray<IndexedFood>) => {
       members.push({ record: food.record, states: food.states, cooked, raw: !cooked && !kept })
     }
     for (const name of family.names) out.set(plainKey(name), { family, members })
+    yield
   }
   return out
 }

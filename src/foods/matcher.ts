@@ -3,6 +3,7 @@ import { Option } from "effect"
 import type { FoodMatch, FoodQuery } from "./FoodDb.ts"
 import { familyMedian } from "./generic.ts"
 import type { FoodIndex, IndexedFood } from "./foodIndex.ts"
+import { everydayScore } from "./everyday.ts"
 import { energyDistance, guessScore, isClose, isPlausible } from "./plausibility.ts"
 import { type Assessed, type PreparedQuery, prepare, retrieve } from "./query.ts"
 import type { FoodRecord } from "./records.ts"
@@ -12,7 +13,7 @@ import { CLASS_HEADS, DRY_FORMS, EQUIVALENT, FRIED, NEUTRAL, NOT_COOKING, RAWISH
 export { buildIndex, type FoodIndex } from "./foodIndex.ts"
 
 /** Reported in every result; bump it whenever ranking, vocabulary or thresholds change. */
-export const MATCHER_VERSION = "usda-match-4"
+export const MATCHER_VERSION = "usda-match-5"
 
 export interface RankedCandidate {
   readonly record: FoodRecord
@@ -22,7 +23,7 @@ export interface RankedCandidate {
   /** |ln| of the ratio between the record's energy and the model's guess (smoothed). */
   readonly energyDistance: number
   /** The score's parts, for tuning and for explaining a match. */
-  readonly parts: Readonly<Record<"text" | "head" | "extra" | "state" | "prior" | "guess", number>>
+  readonly parts: Readonly<Record<"text" | "head" | "extra" | "state" | "prior" | "guess" | "everyday", number>>
 }
 
 /** A record cooked another way than the query names ("fried" against "roasted"): below any record that fits. */
@@ -91,6 +92,8 @@ export const MIN_SCORE = 2
 export interface Reading {
   readonly backOff?: boolean
   readonly ignoreGuess?: boolean
+  /** Order by how plain and everyday a record is too (a text typed by a person: search, nutrition in words); trust is judged as before. */
+  readonly everyday?: boolean
 }
 
 
@@ -152,33 +155,54 @@ const assessAll = (index: FoodIndex, prepared: PreparedQuery): ReadonlyArray<Ass
   return assessed
 }
 
+/** How many of a text's candidates are kept in their everyday order (the most a search answers). */
+const EVERYDAY_KEPT = 25
+
 /** Candidates that could be trusted for a query (head word present, energy and words close enough), best first. */
 export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Reading = {}): ReadonlyArray<RankedCandidate> => {
   const prepared = prepare(index, query.query, reading.backOff === true)
-  const judgeByGuess = reading.ignoreGuess !== true
   if (prepared.content.length === 0 || prepared.totalWeight === 0) return []
   prepared.assessed ??= assessAll(index, prepared)
+  // Read without a guess, a text's order never changes: it is made once and kept with the text.
+  if (reading.everyday === true && reading.ignoreGuess === true && limit <= EVERYDAY_KEPT) {
+    prepared.everyday ??= bestOf(prepared, prepared.assessed, query, EVERYDAY_KEPT, reading)
+    return prepared.everyday.slice(0, limit)
+  }
+  return bestOf(prepared, prepared.assessed, query, limit, reading)
+}
+
+/** The best `limit` of the assessed candidates, in the order of their score (and, read so, how everyday they are). */
+const bestOf = (
+  prepared: PreparedQuery,
+  assessed: ReadonlyArray<Assessed>,
+  query: FoodQuery,
+  limit: number,
+  reading: Reading
+): ReadonlyArray<RankedCandidate> => {
+  const judgeByGuess = reading.ignoreGuess !== true
   // Keep only the best few while scanning: no sort and no allocation per candidate.
-  const best: Array<{ readonly candidate: Assessed; readonly guess: number; readonly score: number }> = []
-  for (const candidate of prepared.assessed) {
+  const best: Array<{ readonly candidate: Assessed; readonly guess: number; readonly score: number; readonly everyday: number; readonly order: number }> = []
+  for (const candidate of assessed) {
     const per100g = candidate.food.record.per100g
     // A record too far from the guess can never be trusted.
     if (judgeByGuess && !isPlausible(per100g, query.guessPer100g)) continue
     const guess = judgeByGuess ? guessScore(per100g, query.guessPer100g) : 0
     const score = candidate.fixed + guess
-    if (best.length === limit && score <= best[limit - 1]!.score) continue
+    const everyday = reading.everyday === true ? everydayScore(prepared, candidate.food) : 0
+    const order = score + everyday
+    if (best.length === limit && order <= best[limit - 1]!.order) continue
     let at = best.length
-    while (at > 0 && best[at - 1]!.score < score) at--
-    best.splice(at, 0, { candidate, guess, score })
+    while (at > 0 && best[at - 1]!.order < order) at--
+    best.splice(at, 0, { candidate, guess, score, everyday, order })
     if (best.length > limit) best.pop()
   }
-  return best.map(({ candidate: c, guess, score }) => ({
+  return best.map(({ candidate: c, guess, score, everyday }) => ({
     record: c.food.record,
     score,
     coverage: c.coverage,
     headHit: c.headHit,
     energyDistance: energyDistance(c.food.record.per100g, query.guessPer100g),
-    parts: { text: c.text, head: c.head, extra: c.extra, state: c.state, prior: c.prior, guess }
+    parts: { text: c.text, head: c.head, extra: c.extra, state: c.state, prior: c.prior, guess, everyday }
   }))
 }
 

@@ -1,6 +1,7 @@
 /** A query as the matcher reads it against an index: its weighted words, states and form, its family, its retrieval. */
 import type { Family, Form, FamilyMember } from "./generic.ts"
 import { correctSpelling, type FoodIndex, type IndexedFood, PREPARED_QUERIES } from "./foodIndex.ts"
+import type { RankedCandidate } from "./matcher.ts"
 import { DIET_VARIANT, formOf } from "./recordTraits.ts"
 import { type QueryTerm, queryTerms, plainKey, type StateWord, stateOf, stem } from "./text.ts"
 import { DRY_FORMS, EQUIVALENT, FRIED, NOT_COOKING, RAWISH } from "./vocabulary.ts"
@@ -27,6 +28,8 @@ export interface PreparedQuery {
    * (`assessAll`): retrieved and assessed the first time it is ranked (a generic name's family never needs them).
    */
   assessed?: ReadonlyArray<Assessed>
+  /** Its best candidates in their everyday order (search and nutrition in words, no guess): made the first time asked. */
+  everyday?: ReadonlyArray<RankedCandidate>
 }
 
 export const prepare = (index: FoodIndex, query: string, backOff = false): PreparedQuery => {
@@ -86,7 +89,18 @@ export const retrieve = (index: FoodIndex, content: ReadonlyArray<{ readonly alt
   return hits.map((r) => ({ food: r.id as number, relevance: best > 0 ? r.score / best : 0 }))
 }
 
-const prepareAfresh = (index: FoodIndex, query: string, backOff: boolean): PreparedQuery => {
+/**
+ * A query in USDA's order, the food first and then its kind and preparation ("tomatoes, cherry", "chicken breast,
+ * grilled": how the vision model is asked to write them), in the order of speech ("cherry tomatoes", "grilled chicken
+ * breast"), whose last word is the food: the first segment goes last.
+ */
+export const inSpokenOrder = (query: string): string => {
+  const segments = query.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+  return segments.length < 2 ? query : [...segments.slice(1), segments[0]].join(" ")
+}
+
+const prepareAfresh = (index: FoodIndex, written: string, backOff: boolean): PreparedQuery => {
+  const query = inSpokenOrder(written)
   const terms = joinCompounds(index, queryTerms(query))
   const states = new Set<StateWord>()
   const content: Array<{ alternatives: ReadonlyArray<string>; weight: number }> = []

@@ -1,6 +1,6 @@
 /** Food search and lookups over the matcher's index: the ranking of a text without a model's estimate, as a person means it. */
 import { Option } from "effect"
-import type { FoodIndex } from "./foodIndex.ts"
+import { type FoodIndex, PREPARED_QUERIES } from "./foodIndex.ts"
 import { isTrusted, rank } from "./matcher.ts"
 import type { FoodRecord } from "./records.ts"
 
@@ -23,7 +23,17 @@ export const foodIn = (index: FoodIndex, fdcId: string): Option.Option<FoodRecor
  * plain, everyday record first), then the records that merely share its words, so a half-typed name still finds some.
  */
 export const searchIn = (index: FoodIndex, text: string, limit: number): ReadonlyArray<FoodRecord> => {
-  const ranked = rank(index, { query: text, guessPer100g: NO_GUESS }, limit, { ignoreGuess: true })
+  const key = `${limit}\u0000${text}`
+  const known = index.searches.get(key)
+  if (known !== undefined) return known
+  const found = searchAfresh(index, text, limit)
+  if (index.searches.size >= PREPARED_QUERIES) index.searches.clear()
+  index.searches.set(key, found)
+  return found
+}
+
+const searchAfresh = (index: FoodIndex, text: string, limit: number): ReadonlyArray<FoodRecord> => {
+  const ranked = rank(index, { query: text, guessPer100g: NO_GUESS }, limit, { ignoreGuess: true, everyday: true })
   const out: Array<FoodRecord> = ranked.map((c) => c.record)
   if (out.length >= limit) return out
   const seen = new Set(out)
@@ -41,4 +51,4 @@ export const searchIn = (index: FoodIndex, text: string, limit: number): Readonl
 
 /** The record a food typed in words names, judged as an analysis query is but without the model's estimate. */
 export const namedIn = (index: FoodIndex, text: string): Option.Option<FoodRecord> =>
-  Option.fromNullable(rank(index, { query: text, guessPer100g: NO_GUESS }, 3, { ignoreGuess: true }).find(isTrusted)?.record)
+  Option.fromNullable(rank(index, { query: text, guessPer100g: NO_GUESS }, 3, { ignoreGuess: true, everyday: true }).find(isTrusted)?.record)

@@ -64,15 +64,20 @@ export const shippedFoods = (path: string = shippedPath()): ReadonlyArray<FoodRe
   for (const line of lines) {
     if (line === "" || line.startsWith("#")) continue
     const f = line.split("\t")
-    const more: { -readonly [K in keyof MoreNutrients]: number | null } = { ...UNKNOWN_NUTRIENTS }
-    let known = false
-    MORE_NUTRIENTS.forEach((key, i) => {
-      const text = f[10 + i] ?? ""
-      if (text !== "") {
-        more[key] = Number(text)
-        known = true
-      }
-    })
+    const value = (i: number) => (f[10 + i] === undefined || f[10 + i] === "" ? null : Number(f[10 + i]))
+    // Columns in MORE_NUTRIENTS's order; one object literal of one shape per food.
+    const more: MoreNutrients = {
+      fiber_g: value(0),
+      sugars_g: value(1),
+      saturated_fat_g: value(2),
+      sodium_mg: value(3),
+      cholesterol_mg: value(4),
+      potassium_mg: value(5),
+      calcium_mg: value(6),
+      iron_mg: value(7),
+      vitamin_c_mg: value(8)
+    }
+    const known = MORE_NUTRIENTS.some((key) => more[key] !== null)
     records.push({
       source: "sr28",
       sourceId: f[0] ?? "",

@@ -1,10 +1,11 @@
 // CONTRACT "Foods and nutrition": GET /v1/foods, GET /v1/foods/{fdc_id}, POST /v1/nutrition on the shipped SR28 copy,
 // every refusal in its order (415/400, 401, 429), free: no key needed, nothing charged.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbMemory } from "../../src/foods/FoodDbLive.ts"
+import { Food, FoodList, NutritionResult } from "../../src/foods/schemas.ts"
 import { shippedFoods } from "../../src/foods/shipped.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { errorCode, isRecord, send } from "../support/http.ts"
@@ -95,6 +96,23 @@ describe("foods and nutrition over HTTP", () => {
           }
           if (body.items.some((i) => i.nutrition[key] === null)) expect(body.totals[key]).toBeNull()
         }
+      }))
+
+    it.effect("answers are written as JSON directly, and are exactly what their schemas encode (content type included)", () =>
+      Effect.gen(function* () {
+        const search = yield* call("/v1/foods?q=rice, white, cooked&limit=5")
+        expect(search.headers.get("content-type")).toContain("application/json")
+        expect(Schema.encodeUnknownSync(FoodList)(search.body)).toEqual(search.body)
+        const one = yield* call("/v1/foods/01123")
+        expect(Schema.encodeUnknownSync(Food)(one.body)).toEqual(one.body)
+        const items = [
+          { query: "tofu", grams: 100 },
+          { fdc_id: "01123", portion: { amount: 2, unit: "large" }, name: "Eggs" },
+          { query: "zzqxv", grams: 5 }
+        ]
+        const answer = yield* nutrition({ items })
+        expect(answer.status).toBe(200)
+        expect(Schema.encodeUnknownSync(NutritionResult)(answer.body)).toEqual(answer.body)
       }))
 
     it.effect("a text nothing matches is listed with suggestions, left out of the totals, and complete is false", () =>
