@@ -356,7 +356,7 @@ describe.skipIf(!existsSync(CHROMIUM))("correcting a result and a meal in words,
       await page.locator("#words").fill("1/2 cup oatmeal\nbanana = 1 medium\nunicorn steak = 200")
       await page.getByRole("button", { name: "Count this meal" }).click()
       await poll(async () => (await rows(page)).length).toBe(3)
-      expect((await rows(page)).map((r) => r[0])).toEqual(["oatmeal 0.5 cup", "banana 1 medium (7\" to 7-7/8\" long)", "unicorn steak"])
+      expect((await rows(page)).map((r) => r[0])).toEqual(["oatmeal 0.5 cup, cooked", "banana 1 medium (7\" to 7-7/8\" long)", "unicorn steak"])
       await page.getByRole("button", { name: "Correct banana" }).click()
       await page.locator("#food-query").fill("bananas, dehydrated, or banana powder")
       await page.getByRole("button", { name: "Search", exact: true }).click()
