@@ -94,6 +94,19 @@ if (process.argv[2] === "serve" && !tuned() && process.env.MORSEL_RESTARTED === 
       process.kill(process.pid, "SIGTERM")
     })
   }
+  // A server takes the first SIGTERM or SIGINT as the order to stop (the command's runtime interrupts it) and then
+  // finishes stopping — requests answered, database closed, its folders removed — when the signal comes again: from
+  // the waiting process above, the whole process group or a service manager. Without a listener here a repeated
+  // signal would end it half-way. A stop that takes over 30 s ends the process.
+  if (process.argv[2] === "serve") {
+    let stopping = false
+    const again = () => {
+      if (stopping) return
+      stopping = true
+      setTimeout(() => process.exit(1), 30_000).unref()
+    }
+    for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, again)
+  }
   const bundle = new URL("../dist/bundle/morsel.mjs", import.meta.url)
   await import(existsSync(bundle) ? bundle.href : "../dist/src/cli.js")
 }

@@ -42,10 +42,22 @@ const DEFAULT_PORT = "8787"
 
 describe("the README's quick start", () => {
   let server: ChildProcess | undefined
-  afterAll(() => {
-    // The whole process group: npm, and the sandbox it started.
-    if (server?.pid !== undefined && server.exitCode === null) process.kill(-server.pid, "SIGTERM")
-  })
+  afterAll(async () => {
+    // The whole process group: npm, and the sandbox it started; then wait until every process of it is gone (the
+    // sandbox removes its database folder from TMPDIR on the way out).
+    const group = server?.pid
+    if (group === undefined) return
+    const alive = () => {
+      try {
+        process.kill(-group, 0)
+        return true
+      } catch {
+        return false
+      }
+    }
+    if (alive()) process.kill(-group, "SIGTERM")
+    for (let waited = 0; alive() && waited < 30_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100))
+  }, 60_000)
 
   it("runs as written: the sandbox starts, and the photo is analysed and paid as the README shows", async () => {
     const steps = commands(quickStartBlocks())

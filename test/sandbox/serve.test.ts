@@ -231,6 +231,24 @@ describe("morsel serve --sandbox", () => {
     }
   })
 
+  it("stopped by SIGTERM sent again while it stops (a process group, a service manager): it still removes its folder", async () => {
+    const tmp = mkdtempSync(join(tmpdir(), "morsel-sandbox-tmp-"))
+    try {
+      const served = await serveProcess(["--sandbox"], { TMPDIR: tmp })
+      expect(readdirSync(tmp).filter((name) => name.startsWith("morsel-memory-"))).toHaveLength(1)
+      const gone = new Promise<void>((resolve) => served.child.once("exit", () => resolve()))
+      served.child.kill("SIGTERM")
+      for (const wait of [5, 50, 200]) {
+        await new Promise((resolve) => setTimeout(resolve, wait))
+        served.child.kill("SIGTERM")
+      }
+      await gone
+      expect([served.child.signalCode, readdirSync(tmp)]).toEqual([null, []])
+    } finally {
+      rmSync(tmp, { recursive: true, force: true })
+    }
+  })
+
   it("keeps its database in a folder of its own in TMPDIR, gone when it stops; one a killed sandbox left goes at the next start", async () => {
     const tmp = mkdtempSync(join(tmpdir(), "morsel-sandbox-tmp-"))
     const folders = () => readdirSync(tmp).filter((name) => name.startsWith("morsel-memory-"))
