@@ -97,15 +97,16 @@ if (process.argv[2] === "serve" && !tuned() && process.env.MORSEL_RESTARTED === 
   // A server takes the first SIGTERM or SIGINT as the order to stop (the command's runtime interrupts it) and then
   // finishes stopping — requests answered, database closed, its folders removed — when the signal comes again: from
   // the waiting process above, the whole process group or a service manager. Without a listener here a repeated
-  // signal would end it half-way. A stop that takes over 30 s ends the process.
+  // signal would end it half-way. A signal that comes while the command is still loading (nothing else listens yet)
+  // ends the process as it would without this listener; SIGKILL (a service manager's stop timeout) ends it at once.
   if (process.argv[2] === "serve") {
     let stopping = false
-    const again = () => {
+    const onSignal = (signal) => {
       if (stopping) return
       stopping = true
-      setTimeout(() => process.exit(1), 30_000).unref()
+      if (process.listenerCount(signal) === 1) process.exit(signal === "SIGINT" ? 130 : 143)
     }
-    for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, again)
+    for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, onSignal)
   }
   const bundle = new URL("../dist/bundle/morsel.mjs", import.meta.url)
   await import(existsSync(bundle) ? bundle.href : "../dist/src/cli.js")
