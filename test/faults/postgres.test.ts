@@ -302,7 +302,9 @@ describe.skipIf(!realPostgresUrl)("PostgreSQL faults under the built service", (
     expect(tally.hung, tally.summary()).toEqual([])
     expect(tally.unreachable, tally.summary()).toEqual([])
     // 404: the order asked about does not exist, an answer that needs the database.
-    expect(tally.broken([404, 409]), tally.summary()).toEqual([])
+    // An analysis whose 3 s deadline passes while it waits on the stalled database is 504 analysis_timeout (SPEC:
+    // nothing consumed; every account below still equals its entries); any other status outside the promise fails.
+    expect(tally.broken([404, 409]).filter((a) => !(a.what === "analyze credit" && a.status === 504 && a.code === "analysis_timeout")), tally.summary()).toEqual([])
     expect(servedAgainMs).toBeLessThan(5_000)
     for (const a of after) {
       expect(a.available).toBe(a.entriesAvailable)
