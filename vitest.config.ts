@@ -1,19 +1,39 @@
 import { configDefaults, defineConfig } from "vitest/config"
 
 /**
- * The slow part of the suite, by folder (a new test file in one of them joins it): the browser (test/web), the
- * command run as a process (test/cli, the sandbox's `serve`, `morsel model check`, the client's consumer project),
- * servers racing for data folders while other processes keep every core busy, and fault injection (test/faults,
- * which needs TEST_DATABASE_URL). `npm test` runs the rest ("quick"); `npm run test:slow` these; `npx vitest run` both.
+ * The slow part of the suite, by folder or file (a new test file in a folder named here joins it): the browser
+ * (test/web), the command run as a process (test/cli, the sandbox's `serve`, `morsel model check`, the client's
+ * consumer project), servers racing for data folders while other processes keep every core busy, fault injection
+ * (test/faults, which needs TEST_DATABASE_URL), and the long runs: a server kept through a day on the test clock
+ * (replays, the fast lane, the sweeper), real seconds of retries and deadlines, storms of concurrent requests against
+ * the limits (test/limits, made-up keys), the ledger and the settler's nonces, a seeded random run, bodies of 3 MB
+ * to 1 GB, the client end to end with phone photos (test/client), the embedded database's folders and the full SR28
+ * import. `npm test` runs the rest ("quick", about 5 minutes on 2 cores); `npm run test:slow` these; `npx vitest
+ * run` both.
  */
 const SLOW = [
   "test/web/**",
   "test/cli/**",
   "test/faults/**",
+  "test/limits/**",
+  "test/client/**",
   "test/sandbox/serve.test.ts",
-  "test/client/consumer.test.ts",
   "test/model/check.test.ts",
-  "test/db/dataFolderLock.test.ts"
+  "test/db/dataFolderLock.test.ts",
+  "test/db/embedded.test.ts",
+  "test/db/socketFolder.test.ts",
+  "test/analysis/lifecycle.test.ts",
+  "test/analysis/sweeper.test.ts",
+  "test/analysis/providerFailures.test.ts",
+  "test/http/fastLane.test.ts",
+  "test/credits/analyze.test.ts",
+  "test/credits/unknownKeys.test.ts",
+  "test/credits/unknownKeysAnalyze.test.ts",
+  "test/credits/randomized.test.ts",
+  "test/x402/nonces.test.ts",
+  "test/http/tooLargeBodies.test.ts",
+  "test/x402/e2e.test.ts",
+  "test/foods/import.test.ts"
 ]
 
 const tests = (glob: string) => (glob.endsWith(".ts") ? glob : `${glob}/*.test.ts`)
@@ -23,12 +43,12 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
-    // Two test files at a time: most of a file's time is spent waiting on its servers, browsers and chains.
+    // Two test files at a time (`npm test` runs three: its files wait less on processes and browsers, more on the CPU).
     maxWorkers: 2,
     minWorkers: 1,
     sequence: { concurrent: false },
     // Every run gets a temporary directory of its own, which must be empty when it ends (test/support/tmpdir.ts).
-    globalSetup: ["test/support/tmpdir.ts"],
+    globalSetup: ["test/support/tmpdir.ts", "test/support/template.ts"],
     projects: [
       { extends: true, test: { name: "quick", include: ["test/**/*.test.ts"], exclude: [...configDefaults.exclude, ...SLOW] } },
       { extends: true, test: { name: "slow", include: SLOW.map(tests) } }

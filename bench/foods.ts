@@ -5,7 +5,20 @@ import { importFoods } from "../src/foods/importer.ts"
 import { buildIndex, MATCHER_VERSION, matchIn } from "../src/foods/matcher.ts"
 import { readDatasets } from "../src/foods/sources.ts"
 import { DEV_DISHES, DEV_FOODS, type DevFood } from "../test/foods/devset.ts"
-import { evaluateDishes, evaluateFoods, GUESS_ERROR, HELD_OUT_FOODS, type Matcher, NUTRIENTS, perturbedGuess, TUNING_FOODS } from "../test/foods/evaluate.ts"
+import {
+  evaluateDishes,
+  evaluateFoods,
+  GUESS_ERROR,
+  type GuessModel,
+  HELD_OUT_FOODS,
+  type Matcher,
+  NUTRIENTS,
+  nameCentredGuesses,
+  perturbedGuess,
+  RECORD_SHARE,
+  TUNING_FOODS,
+  typicalIn
+} from "../test/foods/evaluate.ts"
 import { seededRandom } from "../test/support/seeded.ts"
 import { hasSr28, SR28_DIR } from "../test/foods/paths.ts"
 import type { Benchmark } from "./run.ts"
@@ -15,9 +28,9 @@ const pct = (x: number) => `${(100 * x).toFixed(1)} %`
 const LABEL = { kcal: "energy", protein_g: "protein", carbs_g: "carbohydrate", fat_g: "fat" } as const
 
 /** Accuracy and dish totals of one part of the dev set, side by side with the guesses alone. */
-const report = (title: string, match: Matcher, foods: ReadonlyArray<DevFood>) => {
-  const outcome = evaluateFoods(match, 10, 42, foods)
-  const dishes = evaluateDishes(match, 50, 7, foods)
+const report = (title: string, match: Matcher, foods: ReadonlyArray<DevFood>, guesses: GuessModel = perturbedGuess) => {
+  const outcome = evaluateFoods(match, 10, 42, foods, guesses)
+  const dishes = evaluateDishes(match, 50, 7, foods, guesses)
   console.log(`${title}: ${foods.length} foods`)
   console.log(`  accuracy (the expected record, or one within 10 % on all four values): ${pct(outcome.accuracy)}`)
   console.log(`  matched share (foods with an expected record): ${pct(outcome.matchedShare)}; correctly left unmatched: ${pct(outcome.abstainedShare)}`)
@@ -60,6 +73,10 @@ export const foodsBenchmark: Benchmark = {
     const match: Matcher = (query) => matchIn(index, query)
     report("tuned on (four fifths of the dev set)", match, TUNING_FOODS)
     report("held out (the fifth never tuned on; these figures count)", match, HELD_OUT_FOODS)
+    const named = nameCentredGuesses(typicalIn(index))
+    console.log(`guesses centred ${100 * RECORD_SHARE} % on the record and ${100 * (1 - RECORD_SHARE)} % on what the name means in general (as a model's are):`)
+    report("tuned on, name-centred guesses", match, TUNING_FOODS, named)
+    report("held out, name-centred guesses (the figures to compare with dishes never seen)", match, HELD_OUT_FOODS, named)
 
     // Latency: every dev query with a perturbed guess, after a warm-up round.
     const random = seededRandom(99)

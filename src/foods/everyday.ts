@@ -15,6 +15,11 @@ const PLAIN = /\b(?:plain|all-purpose|original|standard|all commercial varieties
 /** Another product made of the food, not the food: fermented, blended, puffed into cakes, dried and frozen. */
 const PRODUCT_OF = /\b(?:fermented|blend|cakes?|dried-frozen|imitation|substitute|meatless|made with tofu|home-prepared with|filling|coated|coating)\b/
 
+/** The description, in lower case, without its asides in brackets. */
+const plainDescription = (record: FoodRecord) => record.description.toLowerCase().replace(/\([^)]*\)?/g, " ")
+
+export const isProductOf = (record: FoodRecord) => PRODUCT_OF.test(plainDescription(record))
+
 /** States a food is bought in rather than cooked at home ("Nuts, cashew nuts, dry roasted"); "cooked" alone is also SR28's "prepared". */
 const SOLD_SO: ReadonlySet<StateWord> = new Set(["roasted", "toasted", "cooked"])
 
@@ -26,7 +31,7 @@ export const entriesScore = (entries: number) => Math.min(0.4, 0.1 * Math.log2(M
 
 /** The food-only part: plain words, how many household measures USDA gives the record (everyday foods have many). */
 export const everydayOf = (record: FoodRecord): number => {
-  const description = record.description.toLowerCase().replace(/\([^)]*\)?/g, " ")
+  const description = plainDescription(record)
   let score = 0
   if (PLAIN.test(description)) score += 0.3
   if (PRODUCT_OF.test(description)) score -= 0.6

@@ -1,6 +1,6 @@
 /** The matcher's warm index: what it reads of each food once (words, head, states, weights) and the BM25+ search over them. */
 import MiniSearch from "minisearch"
-import { COOKED, entriesScore, everydayOf } from "./everyday.ts"
+import { COOKED, entriesScore, everydayOf, isProductOf } from "./everyday.ts"
 import { type Family, FAMILIES, type FamilyMember } from "./generic.ts"
 import type { PreparedQuery } from "./query.ts"
 import { DIET_VARIANT, formOf, isCookedByDefault, oddPartOf, recordPrior } from "./recordTraits.ts"
@@ -42,6 +42,8 @@ export interface IndexedFood {
   readonly babyFood: boolean
   /** The search-only part of how plain and everyday the record is (everyday.ts). */
   readonly everyday: number
+  /** Another product made of the food ("Tofu, salted and fermented (fuyu)", "Rice cakes"), not the food. */
+  readonly productOf: boolean
   /** Eaten cooked as a rule, but SR28 lists the food cooked only fried ("Tofu, fried"): raw is its usual record. */
   readonly rawIsUsual: boolean
 }
@@ -168,6 +170,7 @@ const indexFood = (record: FoodRecord, shared: ReturnType<typeof sharing>): Stag
     fried: /\b(?:fried|breaded|batter)/.test(description.replace(/french fried/g, "")),
     babyFood: record.foodGroup === "Baby Foods" || description.startsWith("babyfood") || description.startsWith("infant formula"),
     everyday: everydayOf(record),
+    productOf: isProductOf(record),
     rawIsUsual: false
   }
   return {

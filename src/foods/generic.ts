@@ -92,15 +92,29 @@ const medianOf = (values: Array<number>) => {
 /** Fewer members than this say too little about a family: the item is matched as usual. */
 const MIN_MEMBERS = 3
 
-/** The median per 100 g of the members in the query's form that fit the model's guess, with the member nearest it. */
+/**
+ * With the model's estimate, the half of the fitting members nearest it: a generic "fish" the model saw as lean
+ * white fish (95 kcal) is priced among lean fish, not at the median of every species (124 kcal).
+ */
+const NEAREST_SHARE = 0.5
+
+/**
+ * The median per 100 g of the members in the query's form that fit the model's guess (the nearer half of them, given
+ * `fromGuess`, a member's distance from the guess), with the member nearest it.
+ */
 export const familyMedian = (
   family: Family,
   members: ReadonlyArray<FamilyMember>,
   inForm: (member: FamilyMember) => boolean,
-  fits: (n: Nutrition) => boolean
+  fits: (n: Nutrition) => boolean,
+  fromGuess?: (n: Nutrition) => number
 ): Fallback | undefined => {
-  const chosen = members.filter((m) => inForm(m) && fits(m.record.per100g))
+  let chosen = members.filter((m) => inForm(m) && fits(m.record.per100g))
   if (chosen.length < MIN_MEMBERS) return undefined
+  if (fromGuess !== undefined) {
+    const keep = Math.max(MIN_MEMBERS, Math.ceil(chosen.length * NEAREST_SHARE))
+    chosen = chosen.map((m) => [m, fromGuess(m.record.per100g)] as const).sort((a, b) => a[1] - b[1]).slice(0, keep).map(([m]) => m)
+  }
   const of = (key: (typeof KEYS)[number]) => medianOf(chosen.map((m) => m.record.per100g[key]))
   const median: Nutrition = { kcal: of("kcal"), protein_g: of("protein_g"), carbs_g: of("carbs_g"), fat_g: of("fat_g") }
   const distance = (n: Nutrition) => KEYS.reduce((sum, key) => sum + Math.abs(Math.log((n[key] + 1) / (median[key] + 1))), 0)

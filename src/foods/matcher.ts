@@ -13,7 +13,7 @@ import { CLASS_HEADS, DRY_FORMS, EQUIVALENT, FRIED, NEUTRAL, NOT_COOKING, RAWISH
 export { buildIndex, type FoodIndex } from "./foodIndex.ts"
 
 /** Reported in every result; bump it whenever ranking, vocabulary or thresholds change. */
-export const MATCHER_VERSION = "usda-match-5"
+export const MATCHER_VERSION = "usda-match-6"
 
 export interface RankedCandidate {
   readonly record: FoodRecord
@@ -158,6 +158,12 @@ const assessAll = (index: FoodIndex, prepared: PreparedQuery): ReadonlyArray<Ass
 /** How many of a text's candidates are kept in their everyday order (the most a search answers). */
 const EVERYDAY_KEPT = 25
 
+/**
+ * Judged by the model's estimate, a record that is another product made of the food (fermented, puffed into cakes,
+ * imitation) still ranks below the food itself: a model's guess for "tofu" sits as near fuyu as raw tofu.
+ */
+const PRODUCT_OF_PENALTY = 0.6
+
 /** Candidates that could be trusted for a query (head word present, energy and words close enough), best first. */
 export const rank = (index: FoodIndex, query: FoodQuery, limit = 5, reading: Reading = {}): ReadonlyArray<RankedCandidate> => {
   const prepared = prepare(index, query.query, reading.backOff === true)
@@ -188,7 +194,7 @@ const bestOf = (
     if (judgeByGuess && !isPlausible(per100g, query.guessPer100g)) continue
     const guess = judgeByGuess ? guessScore(per100g, query.guessPer100g) : 0
     const score = candidate.fixed + guess
-    const everyday = reading.everyday === true ? everydayScore(prepared, candidate.food) : 0
+    const everyday = reading.everyday === true ? everydayScore(prepared, candidate.food) : judgeByGuess && candidate.food.productOf ? -PRODUCT_OF_PENALTY : 0
     const order = score + everyday
     if (best.length === limit && order <= best[limit - 1]!.order) continue
     let at = best.length
@@ -218,7 +224,7 @@ export const toMatch = (record: FoodRecord): FoodMatch => ({ fdcId: record.sourc
 const genericMatch = (index: FoodIndex, query: FoodQuery): FoodMatch | undefined => {
   const { family } = prepare(index, query.query)
   if (family === undefined) return undefined
-  const fallback = familyMedian(family.family, family.members, family.inForm, (n) => isPlausible(n, query.guessPer100g))
+  const fallback = familyMedian(family.family, family.members, family.inForm, (n) => isPlausible(n, query.guessPer100g), (n) => -guessScore(n, query.guessPer100g))
   if (fallback === undefined) return undefined
   const { representative, median, members } = fallback
   return { fdcId: representative.sourceId, name: `${representative.description} (median of ${members} USDA ${family.family.label} records)`, per100g: median }

@@ -2,6 +2,7 @@
 import { Option } from "effect"
 import type { Nutrition } from "../../src/domain/schemas.ts"
 import type { FoodMatch, FoodQuery } from "../../src/foods/FoodDb.ts"
+import { type FoodIndex, rank } from "../../src/foods/matcher.ts"
 import { seededRandom } from "../support/seeded.ts"
 import { DEV_DISHES, DEV_FOODS, type DevFood } from "./devset.ts"
 
@@ -45,6 +46,47 @@ export const perturbedGuess = (food: DevFood, random: () => number): Nutrition =
   return { kcal: off(truth.kcal), protein_g: off(truth.protein_g), carbs_g: off(truth.carbs_g), fat_g: off(truth.fat_g) }
 }
 
+/** How a vision model's per-100 g guess for a dev food is made. */
+export type GuessModel = (food: DevFood, random: () => number) => Nutrition
+
+/** How far a model's guess leans on the true record rather than on what the name means in general (see nameCentredGuesses). */
+export const RECORD_SHARE = 0.8
+
+/**
+ * Guesses centred where a model's are, not on the answer: a model names "tofu" and imagines tofu in general, so its
+ * guess is drawn towards the typical record of the name (the median of the 8 records whose words fit it best, ranked
+ * without any estimate) and only partly towards the food in the photo (RECORD_SHARE, geometrically), then strays as
+ * perturbedGuess does. Record-centred guesses point back at the expected record and hide the matcher's errors on
+ * plain names ("tofu" → fuyu), which is why the dev set's held-out fifth predicted 2.5 % fat error where dishes never
+ * seen showed 8.1 %.
+ */
+export const nameCentredGuesses = (typicalOf: (query: string) => Nutrition | undefined): GuessModel => {
+  const typical = new Map<string, Nutrition | undefined>()
+  return (food, random) => {
+    const truth = truthOf(food)
+    if (!typical.has(food.query)) typical.set(food.query, typicalOf(food.query))
+    const named = typical.get(food.query) ?? truth
+    const centre = (key: NutrientKey) => Math.exp(RECORD_SHARE * Math.log(truth[key] + 1) + (1 - RECORD_SHARE) * Math.log(named[key] + 1)) - 1
+    return perturbedGuess({ ...food, kcal: centre("kcal"), macros: [centre("protein_g"), centre("carbs_g"), centre("fat_g")] }, random)
+  }
+}
+
+const medianOf = (values: Array<number>) => {
+  values.sort((a, b) => a - b)
+  const mid = values.length >> 1
+  return values.length % 2 === 1 ? values[mid]! : (values[mid - 1]! + values[mid]!) / 2
+}
+
+/** What a name means in general in an index: the median of the 8 records whose words fit it best, ranked without any estimate. */
+export const typicalIn =
+  (index: FoodIndex) =>
+  (query: string): Nutrition | undefined => {
+    const ranked = rank(index, { query, guessPer100g: { kcal: 0, protein_g: 0, carbs_g: 0, fat_g: 0 } }, 8, { ignoreGuess: true })
+    if (ranked.length === 0) return undefined
+    const of = (key: NutrientKey) => medianOf(ranked.map((c) => c.record.per100g[key]))
+    return { kcal: of("kcal"), protein_g: of("protein_g"), carbs_g: of("carbs_g"), fat_g: of("fat_g") }
+  }
+
 export interface FoodOutcome {
   readonly food: DevFood
   readonly guess: Nutrition
@@ -60,12 +102,12 @@ const sameFood = (match: FoodMatch, food: DevFood) => {
   return NUTRIENTS.every((key) => Math.abs(match.per100g[key] - truth[key]) <= Math.max(0.1 * truth[key], key === "kcal" ? 5 : 1.5))
 }
 
-export const evaluateFoods = (match: Matcher, rounds = 5, seed = 42, foods: ReadonlyArray<DevFood> = DEV_FOODS) => {
+export const evaluateFoods = (match: Matcher, rounds = 5, seed = 42, foods: ReadonlyArray<DevFood> = DEV_FOODS, guessOf: GuessModel = perturbedGuess) => {
   const random = seededRandom(seed)
   const outcomes: Array<FoodOutcome> = []
   for (let round = 0; round < rounds; round++) {
     for (const food of foods) {
-      const guess = perturbedGuess(food, random)
+      const guess = guessOf(food, random)
       const result = match({ query: food.query, guessPer100g: guess })
       const correct = food.ndb === null ? Option.isNone(result) : Option.isSome(result) && sameFood(result.value, food)
       outcomes.push({ food, guess, match: result, correct })
@@ -92,7 +134,7 @@ const zeros = (): Record<NutrientKey, number> => ({ kcal: 0, protein_g: 0, carbs
  * total, as a share of the mean true total, and the share of grams matched to a record. Given a part of the dev
  * set, each dish keeps only the ingredients of that part (dishes left empty are skipped).
  */
-export const evaluateDishes = (match: Matcher, rounds = 40, seed = 7, foods: ReadonlyArray<DevFood> = DEV_FOODS) => {
+export const evaluateDishes = (match: Matcher, rounds = 40, seed = 7, foods: ReadonlyArray<DevFood> = DEV_FOODS, guessOf: GuessModel = perturbedGuess) => {
   const random = seededRandom(seed)
   const byQuery = new Map(DEV_FOODS.map((food) => [food.query, food]))
   const inPart = new Set(foods)
@@ -115,7 +157,7 @@ export const evaluateDishes = (match: Matcher, rounds = 40, seed = 7, foods: Rea
         if (food === undefined) throw new Error(`dish ingredient ${query} is not a dev food`)
         if (!inPart.has(food)) continue
         ingredients++
-        const guess = perturbedGuess(food, random)
+        const guess = guessOf(food, random)
         const result = match({ query, guessPer100g: guess })
         const used = Option.match(result, { onNone: () => guess, onSome: (m) => m.per100g })
         const real = truthOf(food)

@@ -6,7 +6,7 @@ import { buildIndex, matchIn } from "../../src/foods/matcher.ts"
 import type { FoodRecord } from "../../src/foods/records.ts"
 import { readDatasets } from "../../src/foods/sources.ts"
 import { DEV_FOODS } from "./devset.ts"
-import { evaluateDishes, evaluateFoods, foldOf, HELD_OUT_FOODS, NUTRIENTS, TUNING_FOODS, truthOf } from "./evaluate.ts"
+import { evaluateDishes, evaluateFoods, foldOf, HELD_OUT_FOODS, NUTRIENTS, nameCentredGuesses, TUNING_FOODS, truthOf, typicalIn } from "./evaluate.ts"
 import { hasSr28, SR28_DIR, sr28Notice } from "./paths.ts"
 
 const record = (sourceId: string, description: string, kcal: number, extra: Partial<FoodRecord> = {}): FoodRecord => ({
@@ -155,11 +155,15 @@ const NUTS: ReadonlyArray<FoodRecord> = [
 ]
 
 describe("generic names", () => {
-  it("stand for their family's median per 100 g, reported with the member nearest it", () => {
+  it("stand for the median per 100 g of the family members nearest the guess, reported with the member nearest it", () => {
     const found = matchIn(buildIndex(NUTS), { query: "NUTS", guessPer100g: macros(600, 18, 20, 52) })
-    // The median of the five nuts (the nut butter is a product, not a nut): 579 kcal, 18.2 g protein, 49.9 g fat.
-    expect(Option.map(found, (m) => [m.fdcId, m.per100g])).toEqual(Option.some(["12061", macros(579, 18.2, 20, 49.9)]))
-    expect(Option.map(found, (m) => m.name)).toEqual(Option.some("Nuts, almonds (median of 5 USDA nuts records)"))
+    // The five nuts fit the guess (the nut butter is a product, not a nut); the median is of the nearer half of them, at
+    // least three: cashews, pistachios and almonds, 560 kcal, 20.2 g protein, 45.3 g fat — the pistachios' values.
+    expect(Option.map(found, (m) => [m.fdcId, m.per100g])).toEqual(Option.some(["12151", macros(560, 20.2, 20, 45.3)]))
+    expect(Option.map(found, (m) => m.name)).toEqual(Option.some("Nuts, pistachio nuts, raw (median of 3 USDA nuts records)"))
+    // A guess of fattier nuts takes the fattier half: hazelnuts, walnuts and almonds.
+    const fatty = matchIn(buildIndex(NUTS), { query: "nuts", guessPer100g: macros(640, 15, 20, 62) })
+    expect(Option.map(fatty, (m) => m.per100g.kcal)).toEqual(Option.some(628))
   })
 
   it("take only members cooked as the query says: baked beans are not the median of boiled ones", () => {
@@ -267,6 +271,34 @@ describe.skipIf(!hasSr28)("matcher on the full SR28 set", () => {
     expect(dishes.matcher.fat_g).toBeLessThanOrEqual(0.058)
     for (const key of NUTRIENTS) expect(dishes.matcher[key]).toBeLessThan(dishes.guessOnly[key] * 0.4)
     expect(dishes.matchedFittingGramShare).toBeGreaterThanOrEqual(0.966)
+  })
+
+  // Guesses centred where a model's are (evaluate.ts, nameCentredGuesses): drawn towards what the name means in
+  // general, not only towards the expected record. These figures are the ones to compare with dishes never seen.
+  it("holds its floors when the guesses lean on what the name means rather than on the answer", async () => {
+    const idx = await getIndex()
+    const guesses = nameCentredGuesses(typicalIn(idx))
+    const match = (query: Parameters<typeof matchIn>[1]) => matchIn(idx, query)
+    expect(evaluateFoods(match, 5, 42, TUNING_FOODS, guesses).accuracy).toBeGreaterThanOrEqual(0.91)
+    expect(evaluateFoods(match, 5, 42, HELD_OUT_FOODS, guesses).accuracy).toBeGreaterThanOrEqual(0.905)
+    const heldOut = evaluateDishes(match, 40, 7, HELD_OUT_FOODS, guesses)
+    expect(heldOut.matcher.kcal).toBeLessThanOrEqual(0.037)
+    expect(heldOut.matcher.fat_g).toBeLessThanOrEqual(0.042)
+    expect(evaluateDishes(match, 40, 7, TUNING_FOODS, guesses).matcher.fat_g).toBeLessThanOrEqual(0.062)
+  })
+
+  it("prices a plain name as the food, not a product made of it, and a generic one among the members its guess fits", async () => {
+    const idx = await getIndex()
+    // A model's typical tofu sits as near fuyu (116 kcal, 8 g fat) as near plain tofu.
+    const tofu = Option.getOrThrow(matchIn(idx, { query: "tofu", guessPer100g: macros(110, 10, 3, 6) }))
+    expect(tofu.name).toMatch(/^Tofu, (?:raw|hard|firm)/)
+    expect(tofu.name).not.toMatch(/fermented|fuyu|fried/)
+    // Fish the model saw as lean: priced among lean fish, not at the median of every species (124 kcal).
+    const fish = Option.getOrThrow(matchIn(idx, { query: "fish", guessPer100g: macros(95, 20, 0, 1.5) }))
+    expect(fish.name).toMatch(/\(median of \d+ USDA fish records\)$/)
+    expect(fish.per100g.kcal).toBeLessThan(115)
+    const oily = Option.getOrThrow(matchIn(idx, { query: "fish", guessPer100g: macros(200, 21, 0, 12) }))
+    expect(oily.per100g.kcal).toBeGreaterThan(150)
   })
 
   it("answers generic names with their family's median, named after the member nearest it", async () => {
