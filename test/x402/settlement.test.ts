@@ -190,7 +190,9 @@ describe("x402 settlement on the local chain", () => {
       env: (chain) =>
         Effect.map(startFacilitator(chain, 300), (facilitator) => {
           facilitatorOfLayer = facilitator
-          return { X402_FACILITATOR_URL: facilitator.url }
+          // The facilitator answers pending after its own 300 ms receipt wait; our client waits far longer for that
+          // answer, so that a busy machine cannot turn it into no answer at all (which is payment_pending without a hash).
+          return { X402_FACILITATOR_URL: facilitator.url, X402_CONFIRM_TIMEOUT_MS: "10000" }
         })
     }),
     { excludeTestServices: true }
@@ -220,7 +222,7 @@ describe("x402 settlement on the local chain", () => {
         const settled = yield* retry(payload, requestId)
         expect(receiptOf(settled.paymentResponse).transaction).toBe(tx)
         expect(yield* transfersFrom(payer)).toEqual([{ transactionHash: tx, value: PRICE }])
-      }))
+      }).pipe(Effect.ensuring(chainDo((c) => c.resumeMining()))))
 
     for (const [mode, i, what] of [
       ["send-then-time-out", 2, "an error with an empty hash after its send timed out"],
@@ -241,7 +243,7 @@ describe("x402 settlement on the local chain", () => {
           const settled = yield* retry(payload, requestId)
           const transfers = yield* transfersFrom(payer)
           expect(transfers).toEqual([{ transactionHash: receiptOf(settled.paymentResponse).transaction, value: PRICE }])
-        }))
+        }).pipe(Effect.ensuring(chainDo((c) => c.resumeMining()))))
     }
 
     it.effect("a payment the facilitator refuses is a 402 with its reason", () =>
