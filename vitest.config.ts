@@ -51,7 +51,8 @@ export default defineConfig({
     globalSetup: ["test/support/tmpdir.ts", "test/support/template.ts"],
     projects: [
       { extends: true, test: { name: "quick", include: ["test/**/*.test.ts"], exclude: [...configDefaults.exclude, ...SLOW] } },
-      { extends: true, test: { name: "slow", include: SLOW.map(tests) } }
+      // The long runs get four times the time: a day on the test clock wakes every periodic pass of a server.
+      { extends: true, test: { name: "slow", include: SLOW.map(tests), testTimeout: 120_000 } }
     ]
   }
 })
