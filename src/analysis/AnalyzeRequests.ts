@@ -228,11 +228,12 @@ export const AnalyzeRequestsLive = Layer.effect(
       modelCall: Ref.Ref<ModelCall | undefined>
     ) =>
       Effect.gen(function* () {
-        // Refused before anything was reserved: the attempt never became one.
+        // Refused before anything was reserved: the attempt never became one. A reservation whose rollback died
+        // with a cut connection ends the same way (a defect, not an error); a credit it held returns as an orphan.
         const forget = Effect.catchAll(store.forget(requestId), () => closeWhenStorageReturns(requestId))
-        const admission = yield* admitted.pipe(Effect.tapError(() => forget))
+        const admission = yield* admitted.pipe(Effect.tapErrorCause(() => forget))
         const reservation = yield* method.reserve(requestId).pipe(
-          Effect.tapError(() => forget),
+          Effect.tapErrorCause(() => forget),
           Effect.onError(() => admission.release)
         )
         // Whatever was reserved goes back; if storage fails here, the attempt is closed once it answers again.
@@ -297,7 +298,7 @@ export const AnalyzeRequestsLive = Layer.effect(
             // The statement may have reached the database and recorded the attempt, its answer lost with the
             // connection: nobody would close that attempt before its lease ends (64 s of 409 for the retry). It is
             // closed once storage answers, like any attempt the outage cut off; the caller's 503 names it.
-            Effect.tapError(() => closeWhenStorageReturns(newRequestId)),
+            Effect.tapErrorCause(() => closeWhenStorageReturns(newRequestId)),
             orStorageUnavailableFor(newRequestId)
           )
         yield* Effect.forEach(abandoned, (stale) => funding.abandon(stale.requestId, stale.funding), { discard: true })
