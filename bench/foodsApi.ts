@@ -76,8 +76,8 @@ const KINDS: ReadonlyArray<{ readonly label: string; readonly call: (i: number) 
   { label: "POST /v1/nutrition, 20 items, 10 + 10", call: (i) => nutrition(Array.from({ length: 20 }, (_, k) => (k % 2 === 0 ? byQuery(i + k) : byId(i + k)))) }
 ]
 
-const ROUNDS = Number(process.env["ROUNDS"] ?? "10")
-const PER_ROUND = Number(process.env["PER_ROUND"] ?? "40")
+const ROUNDS = Number(process.env["ROUNDS"] ?? "20")
+const PER_ROUND = Number(process.env["PER_ROUND"] ?? "50")
 
 const quantile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
 

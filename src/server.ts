@@ -22,6 +22,7 @@ import { SharedClockLive } from "./db/sharedClock.ts"
 import type { FoodDb } from "./foods/FoodDb.ts"
 import { FoodDbLive } from "./foods/FoodDbLive.ts"
 import { FoodsHttpLive } from "./foods/http.ts"
+import { FoodsLaneLive } from "./foods/lane.ts"
 import { MorselApi } from "./http/Api.ts"
 import { DocsRoute } from "./http/docs.ts"
 import { HealthHttpLive } from "./http/health.ts"
@@ -29,6 +30,7 @@ import { FastLaneLive, ReplayCacheLive } from "./http/fastLane.ts"
 import { nodeServer } from "./http/nodeServer.ts"
 import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
+import { FoodLimitsLive } from "./limits/FoodLimits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
 import { announce } from "./observability/banner.ts"
 import { MetricsRoutes } from "./observability/metrics.ts"
@@ -136,7 +138,9 @@ export const serveDependencies = <E, R, EF = never, RF = never, ER = never, RR =
   routes: Layer.Layer<never, ER, RR>,
   routeServices: Layer.Layer<AS, ES, RS>
 ) =>
-  Layer.mergeAll(HttpLayerRouter.serve(routesWith(routes), { disableListenLog: true }), FastLaneLive, StaleAttemptSweeperLive).pipe(
+  Layer.mergeAll(HttpLayerRouter.serve(routesWith(routes), { disableListenLog: true }), FastLaneLive, FoodsLaneLive, StaleAttemptSweeperLive).pipe(
+    // One count of the free food calls per instance, whichever face (REST, its lane, MCP) takes the call.
+    Layer.provide(FoodLimitsLive),
     Layer.provide(ReplayCacheLive),
     Layer.provide(AnalyzeRequestsLive),
     Layer.provide(AnalyzerLive),

@@ -1,10 +1,9 @@
 /** HTTP handlers of the foods group; the answers themselves are nutrition.ts's, shared with the MCP tools. */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { AppConfig } from "../config.ts"
 import { MorselApi } from "../http/Api.ts"
 import { makeClientAddress } from "../http/clientAddress.ts"
-import { FoodLimitsLive } from "../limits/FoodLimits.ts"
 import { withRetryAfter } from "../limits/http.ts"
 import { admitFoodCall } from "./caller.ts"
 import { lookupFood, nutritionOf, searchFoods } from "./nutrition.ts"
@@ -31,4 +30,4 @@ export const FoodsHttpLive = HttpApiBuilder.group(MorselApi, "foods", (handlers)
       .handle("food", ({ path }) => Effect.zipRight(admitted, lookupFood(path.fdc_id)).pipe(Effect.map(asJson), withRetryAfter))
       .handle("nutrition", ({ payload }) => Effect.zipRight(admitted, nutritionOf(payload)).pipe(Effect.map(asJson), withRetryAfter))
   })
-).pipe(Layer.provide(FoodLimitsLive))
+)

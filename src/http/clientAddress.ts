@@ -1,6 +1,5 @@
 /** Who is calling, by network address: the socket's peer, or behind a trusted proxy the address it forwards for. */
 import { BlockList, isIP } from "node:net"
-import type { HttpServerRequest } from "@effect/platform"
 import { Option } from "effect"
 import { normaliseAddress, parseProxyEntry } from "../config.ts"
 
@@ -49,6 +48,12 @@ export const clientOf = (address: string): string => {
  * trusted proxies: the first address not trusted is the client, so a client cannot choose its address by sending
  * the header itself.
  */
+/** What a client's address is read from: a request of the HttpApi stack, or the same facts of a plain Node one. */
+export interface Peer {
+  readonly remoteAddress: Option.Option<string>
+  readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+}
+
 export const makeClientAddress = (trustedProxies: ReadonlyArray<string>) => {
   const trusted = new BlockList()
   for (const entry of trustedProxies) {
@@ -63,10 +68,10 @@ export const makeClientAddress = (trustedProxies: ReadonlyArray<string>) => {
     const family = isIP(address)
     return family !== 0 && trusted.check(address, family === 6 ? "ipv6" : "ipv4")
   }
-  const find = (request: HttpServerRequest.HttpServerRequest): string => {
+  const find = (request: Peer): string => {
     const peer = hostAddress(Option.getOrElse(request.remoteAddress, () => "unknown"))
     if (trustedProxies.length === 0 || !isTrusted(peer)) return peer
-    const forwarded = request.headers["x-forwarded-for"] ?? ""
+    const forwarded = String(request.headers["x-forwarded-for"] ?? "")
     const hops = forwarded
       .split(",")
       .map(hostAddress)
@@ -77,5 +82,5 @@ export const makeClientAddress = (trustedProxies: ReadonlyArray<string>) => {
     }
     return hops[0] ?? peer
   }
-  return (request: HttpServerRequest.HttpServerRequest): string => clientOf(find(request))
+  return (request: Peer): string => clientOf(find(request))
 }

@@ -5,21 +5,20 @@
  */
 import { createHash } from "node:crypto"
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
-import { Context, Effect, Either, Exit, FiberRef, FiberRefs, Layer, LogLevel, Option, Runtime, Schema } from "effect"
+import { Context, Effect, Either, Exit, Layer, Option, Runtime, Schema } from "effect"
 import { inputFingerprint } from "../analysis/AnalyzeRequests.ts"
 import { Funding } from "../analysis/Funding.ts"
-import { AppConfig } from "../config.ts"
 import { MAX_BODY_BYTES } from "../domain/bodies.ts"
 import { PaymentRequired } from "../domain/errors.ts"
 import type { InputFingerprint } from "../domain/ids.ts"
 import { inspectImage } from "../domain/image.ts"
 import { AnalyzeRequest } from "../domain/schemas.ts"
 import { Limits } from "../limits/Limits.ts"
-import { count, fastLaneAnswers, httpRequests } from "../observability/metrics.ts"
 import { paymentRequiredHeader } from "../x402/protocol.ts"
 import { AnalyzeHeaders } from "./Api.ts"
 import { parseBody, readBody } from "./body.ts"
-import { FrontDoor, type Lane, type PassOn } from "./nodeServer.ts"
+import { attachLane, laneDoor } from "./lanes.ts"
+import type { PassOn } from "./nodeServer.ts"
 import { isJson } from "./transport.ts"
 
 const ANALYZE = "/v1/analyze"
@@ -126,12 +125,9 @@ const validInput = (request: IncomingMessage, body: Buffer): Option.Option<() =>
 /** Attaches the lane to the service's own Node server, when it runs on one (FrontDoor) and requests are not traced. */
 export const FastLaneLive = Layer.scopedDiscard(
   Effect.gen(function* () {
-    const door = yield* Effect.serviceOption(FrontDoor)
+    const door = yield* laneDoor
     if (Option.isNone(door)) return
-    const server = door.value
-    const settings = yield* AppConfig
-    // With tracing on, every request gets its spans: all of them take the stack.
-    if (Option.isSome(settings.otlpEndpoint)) return
+    const { server, answer: laneAnswer } = door.value
     const replays = yield* ReplayCache
     const limits = yield* Limits
     const funding = yield* Funding
@@ -151,32 +147,8 @@ export const FastLaneLive = Layer.scopedDiscard(
       )
     )
 
-    const logsRequests = LogLevel.greaterThanEqual(LogLevel.Info, FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentMinimumLogLevel))
-
-    /** What the stack's middleware does for every answer: count it, and log it where the level admits. */
-    const observe = (status: number) => {
-      const counted = count(fastLaneAnswers, { answer: status === 200 ? "replay" : "challenge" })
-      Runtime.runSync(runtime)(settings.metrics ? Effect.zipRight(counted, count(httpRequests, { route: ANALYZE, status: String(status) })) : counted)
-      if (logsRequests) {
-        Runtime.runFork(runtime)(
-          Effect.log("Sent HTTP response").pipe(
-            Effect.annotateLogs({ "http.method": "POST", "http.url": ANALYZE, "http.status": status }),
-            Effect.withLogSpan("http.span.lane")
-          )
-        )
-      }
-    }
-
-    const answer = (response: ServerResponse, status: number, body: string, headers: Readonly<Record<string, string>>) => {
-      response.writeHead(status, {
-        ...server.stamp,
-        ...headers,
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(body)
-      })
-      response.end(body)
-      observe(status)
-    }
+    const answer = (response: ServerResponse, status: number, body: string, headers: Readonly<Record<string, string>>) =>
+      laneAnswer(response, { method: "POST", route: ANALYZE, kind: status === 200 ? "replay" : "challenge", status, body, headers })
 
     /** Whether every limit was open at the instance's last look, looking again when that look is stale. */
     const limitsOpen = async (): Promise<boolean> =>
@@ -208,7 +180,6 @@ export const FastLaneLive = Layer.scopedDiscard(
       return true
     }
 
-    server.lane = { take } satisfies Lane
-    yield* Effect.addFinalizer(() => Effect.sync(() => (server.lane = undefined)))
+    yield* attachLane(server, { take })
   })
 )

@@ -14,7 +14,7 @@ const NOT_READY = JSON.stringify({
 /** Hands a request on to the application, with the body the lane already read from it. */
 export type PassOn = (body: Buffer) => void
 
-/** Answers some requests without the application; see `src/http/fastLane.ts`. */
+/** Answers some requests without the application; see `src/http/fastLane.ts` and `src/foods/lane.ts`. */
 export interface Lane {
   /**
    * True when the lane takes the request: it then answers it, or reads its body and passes it on. False leaves the
@@ -41,10 +41,10 @@ const withBody = (request: IncomingMessage, body: Buffer): IncomingMessage => {
  * The port opens before the application has attached its request handler (and stays open a moment after it is
  * detached on shutdown). Node leaves a request without a listener unanswered, so a client would hang: the first
  * listener answers such requests itself and steps aside once the application's is attached. While the application
- * is attached, a lane (if one is set) is offered each request first.
+ * is attached, the lanes (if any are attached) are offered each request first, in turn.
  */
 export class FrontServer extends Server {
-  lane: Lane | undefined = undefined
+  readonly lanes: Array<Lane> = []
 
   /** Headers every answer of the lane carries (the sandbox's `Morsel-Sandbox: true`). */
   readonly stamp: Readonly<Record<string, string>>
@@ -68,13 +68,13 @@ export class FrontServer extends Server {
     const [request, response] = args
     if (
       event === "request" &&
-      this.lane !== undefined &&
+      this.lanes.length > 0 &&
       this.listenerCount("request") > 1 &&
       request instanceof IncomingMessage &&
-      response instanceof ServerResponse &&
-      this.lane.take(request, response, (body) => super.emit("request", withBody(request, body), response))
+      response instanceof ServerResponse
     ) {
-      return true
+      const passOn = (body: Buffer) => super.emit("request", withBody(request, body), response)
+      for (const lane of this.lanes) if (lane.take(request, response, passOn)) return true
     }
     return super.emit(event, ...args)
   }

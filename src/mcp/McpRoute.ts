@@ -1,7 +1,7 @@
 /** The tool interface at /mcp: MCP 2026-07-28 (stateless, `server/discover`) and 2025-era clients, calling the same analysis as REST. */
 import { Headers, HttpLayerRouter, HttpServerRequest, HttpServerResponse, HttpTraceContext } from "@effect/platform"
 import type { CallToolResult, Server } from "@modelcontextprotocol/server"
-import { Cause, Effect, Either, Exit, Layer, Option, Runtime } from "effect"
+import { Cause, Effect, Either, Exit, Option, Runtime } from "effect"
 import { type AnalyzeError, AnalyzeRequests } from "../analysis/AnalyzeRequests.ts"
 import { credentialOf } from "../analysis/Funding.ts"
 import { makeClientAddress } from "../http/clientAddress.ts"
@@ -12,7 +12,6 @@ import { capMessage } from "../domain/errors.ts"
 import { parseBody, parseJson, RepeatedKey } from "../http/body.ts"
 import { isJson, readWhole } from "../http/transport.ts"
 import { callFoodTool, FOOD_TOOLS, foodToolDefinitions } from "../foods/mcp.ts"
-import { FoodLimitsLive } from "../limits/FoodLimits.ts"
 import { SERVICE_VERSION } from "../version.ts"
 import { APP_MIME_TYPE, APP_URI, appHtml } from "./app.ts"
 import { hasImageFile, withDownloadedImage, withPhotoNotFetched } from "./files/imageFile.ts"
@@ -228,4 +227,4 @@ export const McpRoute = HttpLayerRouter.use((router) =>
       Effect.succeed(HttpServerResponse.text(ICON_SVG, { contentType: "image/svg+xml", headers: { "cache-control": "public, max-age=86400" } }))
     )
   })
-).pipe(Layer.provide(FoodLimitsLive))
+)

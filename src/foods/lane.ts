@@ -1,0 +1,76 @@
+/**
+ * `POST /v1/nutrition` answered in plain Node, with the bytes the HttpApi stack would send, when the answer is a
+ * 200: a body the stack's schema accepts, priced, from a caller the food limits admit. Anything else (a browser's
+ * request, a body the schema refuses, an unknown food, a refusal, any doubt) goes on to the stack, which answers it
+ * as ever; a call is counted against the limits once either way.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { Effect, Either, Exit, Layer, Option, Runtime, Schema } from "effect"
+import { AppConfig } from "../config.ts"
+import { makeClientAddress } from "../http/clientAddress.ts"
+import { parseBody, readBody } from "../http/body.ts"
+import { attachLane, laneDoor } from "../http/lanes.ts"
+import type { PassOn } from "../http/nodeServer.ts"
+import { isJson } from "../http/transport.ts"
+import { admitFoodCall } from "./caller.ts"
+import { nutritionOf } from "./nutrition.ts"
+import { NutritionRequest } from "./schemas.ts"
+
+const NUTRITION = "/v1/nutrition"
+
+/** The largest body the lane reads: 20 items of 200-character names fit in a tenth of it. */
+const LANE_BODY_BYTES = 64 * 1024
+
+const decodeRequest = Schema.decodeUnknownEither(NutritionRequest)
+
+const requestOf = (body: Buffer): Option.Option<NutritionRequest> => {
+  try {
+    return Either.getRight(decodeRequest(parseBody(body)))
+  } catch {
+    return Option.none()
+  }
+}
+
+export const FoodsLaneLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const door = yield* laneDoor
+    if (Option.isNone(door)) return
+    const { answer, server } = door.value
+    const clientAddress = makeClientAddress((yield* AppConfig).trustedProxies)
+    const runtime = yield* Effect.runtime<Effect.Effect.Context<ReturnType<typeof nutritionOf> | ReturnType<typeof admitFoodCall>>>()
+    const run = Runtime.runPromiseExit(runtime)
+
+    // Priced first and admitted after: a call the stack would refuse or fail is passed on before it is counted.
+    const priced = (request: IncomingMessage, payload: NutritionRequest) =>
+      Effect.flatMap(nutritionOf(payload), (result) =>
+        Effect.as(
+          admitFoodCall(
+            clientAddress({ remoteAddress: Option.fromNullable(request.socket.remoteAddress), headers: request.headers }),
+            request.headers.authorization
+          ),
+          result
+        )
+      )
+
+    const take = (request: IncomingMessage, response: ServerResponse, passOn: PassOn): boolean => {
+      const headers = request.headers
+      if (request.method !== "POST" || request.url !== NUTRITION) return false
+      // Browsers (CORS), the sandbox's scenarios and bodies of unknown length take the whole stack.
+      if (headers.origin !== undefined || headers["sandbox-scenario"] !== undefined || headers["transfer-encoding"] !== undefined) return false
+      if (!isJson(headers["content-type"])) return false
+      const length = Number(headers["content-length"])
+      if (!Number.isSafeInteger(length) || length <= 0 || length > LANE_BODY_BYTES) return false
+      void readBody(request, LANE_BODY_BYTES).then(async (body) => {
+        if (!Buffer.isBuffer(body)) return
+        const payload = requestOf(body)
+        if (Option.isNone(payload)) return passOn(body)
+        const exit = await run(priced(request, payload.value))
+        if (Exit.isFailure(exit)) return passOn(body)
+        answer(response, { method: "POST", route: NUTRITION, kind: "nutrition", status: 200, body: JSON.stringify(exit.value) })
+      })
+      return true
+    }
+
+    yield* attachLane(server, { take })
+  })
+)

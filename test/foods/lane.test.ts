@@ -1,0 +1,116 @@
+// POST /v1/nutrition's lane answers a priced call with the HttpApi stack's bytes, counted once against the food
+// limits, and leaves every other call (refusals, unknown foods, browsers, bad bodies) to the stack.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Metric, MetricLabel } from "effect"
+import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
+import { FoodDbMemory } from "../../src/foods/FoodDbLive.ts"
+import { shippedFoods } from "../../src/foods/shipped.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
+import { fastLaneAnswers } from "../../src/observability/metrics.ts"
+import { TestDatabase } from "../support/database.ts"
+import { type Answer, errorCode, send } from "../support/http.ts"
+import { startServer } from "../support/server.ts"
+
+const dependencies = Layer.mergeAll(VisionModelLive, FoodDbMemory(shippedFoods()), FundingMemory({ alice: 1 }), LimitsUnlimited)
+
+/** How many nutrition answers the lane gave in this process so far. */
+const laneAnswers = Effect.map(
+  Metric.value(Metric.taggedWithLabels(fastLaneAnswers, [MetricLabel.make("answer", "nutrition")])),
+  (state) => state.count
+)
+
+/** Headers that say the same thing on both servers (the date and connection handling are each answer's own). */
+const comparable = (answer: Answer) =>
+  Object.fromEntries([...answer.headers].filter(([name]) => !["date", "connection", "keep-alive"].includes(name)))
+
+/** Two instances on one database: one with its lanes, one that sends everything through the HttpApi stack. */
+const twoInstances = (env: Record<string, string> = {}) =>
+  Effect.gen(function* () {
+    const database = yield* Layer.build(TestDatabase.pipe(Layer.orDie))
+    const start = (withoutFastLane: boolean) => startServer({ env, dependencies, database: Layer.succeedContext(database), withoutFastLane })
+    return { lane: (yield* start(false)).url, stack: (yield* start(true)).url }
+  })
+
+type Request = Parameters<typeof send>[1] & { readonly path?: string }
+
+const both = (servers: { lane: string; stack: string }, request: Request) =>
+  Effect.promise(async () => {
+    const path = request.path ?? "/v1/nutrition"
+    const init = { method: "POST", ...request }
+    return { fromLane: await send(`${servers.lane}${path}`, init), fromStack: await send(`${servers.stack}${path}`, init) }
+  })
+
+const expectSame = ({ fromLane, fromStack }: { fromLane: Answer; fromStack: Answer }) => {
+  expect(fromLane.status).toBe(fromStack.status)
+  expect(fromLane.text).toBe(fromStack.text)
+  expect(comparable(fromLane)).toEqual(comparable(fromStack))
+}
+
+const texts = ["rice, white, cooked", "chicken breast", "broccoli", "olive oil", "tofu"]
+const ids = ["20045", "05064", "11090", "04053", "16427"]
+
+describe("the nutrition lane", () => {
+  it.scopedLive("a priced call: the lane's status, headers and body are the stack's, byte for byte", () =>
+    Effect.gen(function* () {
+      const servers = yield* twoInstances()
+      const priced: Array<Request> = [
+        { body: { items: [{ query: "broccoli", grams: 100 }] } },
+        { body: { items: Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? { query: texts[i % 5], grams: 10 + i * 7.5 } : { fdc_id: ids[i % 5], grams: 50 })) } },
+        { body: { items: [{ fdc_id: "01123", portion: { amount: 2, unit: "large" } }, { query: "milk", grams: 0.01 }], language: "lt" } },
+        // Nothing matches a word: still a 200, with the suggestions and `complete: false`.
+        { body: { items: [{ query: "zzqxv", grams: 10 }, { query: "apple", grams: 120 }] } },
+        // Written another way (spaces, key order, a charset): the same call.
+        { rawBody: '{ "items" : [ { "grams" : 100, "query" : "tofu" } ] }', headers: { "content-type": "application/json; charset=utf-8" } }
+      ]
+      const before = yield* laneAnswers
+      for (const request of priced) {
+        const answers = yield* both(servers, request)
+        expect(answers.fromLane.status, answers.fromLane.text.slice(0, 200)).toBe(200)
+        expectSame(answers)
+      }
+      expect(yield* laneAnswers).toBe(before + priced.length)
+    }))
+
+  it.scopedLive("every other call is the stack's: the same refusals, and the lane answers none of them", () =>
+    Effect.gen(function* () {
+      const servers = yield* twoInstances()
+      const key = `morsel_test_${"0".repeat(64)}`
+      const passed: Array<Request> = [
+        { body: { items: [{ fdc_id: "99999999", grams: 10 }] } },
+        { body: { items: [{ fdc_id: "01123", portion: { amount: 1, unit: "bucket" } }] } },
+        { body: { items: [] } },
+        { body: { items: Array.from({ length: 21 }, () => ({ query: "rice", grams: 1 })) } },
+        { body: { items: [{ query: "rice", grams: 5001 }] } },
+        { body: { items: [{ query: "rice", grams: 100 }], extra: true } },
+        { rawBody: '{"items":[{"query":"rice","grams":100}],"items":[]}', headers: { "content-type": "application/json" } },
+        { rawBody: '{"items":[', headers: { "content-type": "application/json" } },
+        { rawBody: "{}", headers: { "content-type": "text/plain" } },
+        { body: { items: [{ query: "rice", grams: 100 }] }, headers: { authorization: "Bearer nope" } },
+        { body: { items: [{ query: "rice", grams: 100 }] }, headers: { authorization: `Bearer ${key}` } },
+        { body: { items: [{ query: "rice", grams: 100 }] }, headers: { origin: "https://elsewhere.example" } },
+        { body: { items: [{ query: "rice", grams: 100 }] }, path: "/v1/nutrition?debug=1" }
+      ]
+      const before = yield* laneAnswers
+      for (const request of passed) expectSame(yield* both(servers, request))
+      const statuses = []
+      for (const request of passed) statuses.push((yield* both(servers, request)).fromLane.status)
+      expect(statuses).toEqual([404, 400, 400, 400, 400, 400, 400, 400, 415, 401, 401, 403, 200])
+      expect(yield* laneAnswers).toBe(before)
+    }))
+
+  it.scopedLive("with LIMIT_FOODS_PER_MINUTE=3, three priced calls from the lane, then the stack's 429: each call counted once", () =>
+    Effect.gen(function* () {
+      const { lane } = yield* twoInstances({ LIMIT_FOODS_PER_MINUTE: "3" })
+      const call = (body: unknown) => Effect.promise(() => send(`${lane}/v1/nutrition`, { method: "POST", body }))
+      const before = yield* laneAnswers
+      // A refused body before them counts nothing, on either face.
+      expect((yield* call({ items: [] })).status).toBe(400)
+      for (let i = 0; i < 3; i++) expect((yield* call({ items: [{ query: texts[i], grams: 100 }] })).status).toBe(200)
+      expect(yield* laneAnswers).toBe(before + 3)
+      const refused = yield* call({ items: [{ query: "rice", grams: 100 }] })
+      expect([refused.status, errorCode(refused)]).toEqual([429, "rate_limited"])
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+      expect(yield* laneAnswers).toBe(before + 3)
+    }))
+})
