@@ -9,9 +9,8 @@ import { Effect, Either, Exit, Layer, Option, Runtime, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { makeClientAddress } from "../http/clientAddress.ts"
 import { parseBody, readBody } from "../http/body.ts"
-import { attachLane, laneDoor } from "../http/lanes.ts"
+import { attachLane, isPlainPost, laneDoor } from "../http/lanes.ts"
 import type { PassOn } from "../http/nodeServer.ts"
-import { isJson } from "../http/transport.ts"
 import { admitFoodCall } from "./caller.ts"
 import { nutritionOf } from "./nutrition.ts"
 import { NutritionRequest } from "./schemas.ts"
@@ -53,13 +52,7 @@ export const FoodsLaneLive = Layer.scopedDiscard(
       )
 
     const take = (request: IncomingMessage, response: ServerResponse, passOn: PassOn): boolean => {
-      const headers = request.headers
-      if (request.method !== "POST" || request.url !== NUTRITION) return false
-      // Browsers (CORS), the sandbox's scenarios and bodies of unknown length take the whole stack.
-      if (headers.origin !== undefined || headers["sandbox-scenario"] !== undefined || headers["transfer-encoding"] !== undefined) return false
-      if (!isJson(headers["content-type"])) return false
-      const length = Number(headers["content-length"])
-      if (!Number.isSafeInteger(length) || length <= 0 || length > LANE_BODY_BYTES) return false
+      if (!isPlainPost(request, NUTRITION, LANE_BODY_BYTES)) return false
       void readBody(request, LANE_BODY_BYTES).then(async (body) => {
         if (!Buffer.isBuffer(body)) return
         const payload = requestOf(body)

@@ -17,9 +17,8 @@ import { Limits } from "../limits/Limits.ts"
 import { paymentRequiredHeader } from "../x402/protocol.ts"
 import { AnalyzeHeaders } from "./Api.ts"
 import { parseBody, readBody } from "./body.ts"
-import { attachLane, laneDoor } from "./lanes.ts"
+import { attachLane, isPlainPost, laneDoor } from "./lanes.ts"
 import type { PassOn } from "./nodeServer.ts"
-import { isJson } from "./transport.ts"
 
 const ANALYZE = "/v1/analyze"
 
@@ -155,13 +154,8 @@ export const FastLaneLive = Layer.scopedDiscard(
       limits.openAt(clock.unsafeCurrentTimeMillis()) || Exit.isSuccess(await run(limits.peek))
 
     const take = (request: IncomingMessage, response: ServerResponse, passOn: PassOn): boolean => {
+      if (!isPlainPost(request, ANALYZE, MAX_BODY_BYTES)) return false
       const headers = request.headers
-      if (request.method !== "POST" || request.url !== ANALYZE) return false
-      // Browsers (CORS), the sandbox's scenarios and bodies of unknown length take the whole stack.
-      if (headers.origin !== undefined || headers["sandbox-scenario"] !== undefined || headers["transfer-encoding"] !== undefined) return false
-      if (!isJson(headers["content-type"])) return false
-      const length = Number(headers["content-length"])
-      if (!Number.isSafeInteger(length) || length <= 0 || length > MAX_BODY_BYTES) return false
       const funded = headers.authorization !== undefined || headers["payment-signature"] !== undefined
       // A funded request is read only when a result is kept under its credential and key: a new analysis is not delayed.
       const head = funded ? headOf(headers) : ""

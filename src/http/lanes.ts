@@ -2,11 +2,12 @@
  * What the lanes share (`fastLane.ts`, `src/foods/lane.ts`): the service's own Node server to attach to, and how a
  * lane answers, with the headers, counters and log line the HttpApi stack's middleware gives an answer.
  */
-import type { ServerResponse } from "node:http"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import { Effect, FiberRef, FiberRefs, LogLevel, Option, Runtime } from "effect"
 import { AppConfig } from "../config.ts"
 import { count, fastLaneAnswers, httpRequests } from "../observability/metrics.ts"
 import { FrontDoor, type FrontServer, type Lane } from "./nodeServer.ts"
+import { isJson } from "./transport.ts"
 
 export interface LaneAnswer {
   readonly method: "GET" | "POST"
@@ -65,3 +66,15 @@ export const attachLane = (server: FrontServer, lane: Lane) =>
     Effect.sync(() => server.lanes.push(lane)),
     () => Effect.sync(() => server.lanes.splice(server.lanes.indexOf(lane), 1))
   )
+
+/**
+ * Whether a request is one a lane may read: `POST path` with JSON of a stated length up to `maxBytes`. Browsers
+ * (CORS), the sandbox's scenarios and bodies of unknown length take the whole stack.
+ */
+export const isPlainPost = (request: IncomingMessage, path: string, maxBytes: number): boolean => {
+  const headers = request.headers
+  if (request.method !== "POST" || request.url !== path) return false
+  if (headers.origin !== undefined || headers["sandbox-scenario"] !== undefined || headers["transfer-encoding"] !== undefined) return false
+  const length = Number(headers["content-length"])
+  return isJson(headers["content-type"]) && Number.isSafeInteger(length) && length > 0 && length <= maxBytes
+}
