@@ -42,18 +42,18 @@ export const clientOf = (address: string): string => {
   return `${prefix.join(":")}::/64`
 }
 
-/**
- * The client of a request, as `clientOf` counts it. With no trusted proxies it is the socket's peer. When the peer
- * is a trusted proxy, `X-Forwarded-For` is read from its right end (the hop our proxy added) leftwards, skipping
- * trusted proxies: the first address not trusted is the client, so a client cannot choose its address by sending
- * the header itself.
- */
 /** What a client's address is read from: a request of the HttpApi stack, or the same facts of a plain Node one. */
 export interface Peer {
   readonly remoteAddress: Option.Option<string>
   readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 }
 
+/**
+ * The client of a request, as `clientOf` counts it. With no trusted proxies it is the socket's peer. When the peer
+ * is a trusted proxy, `X-Forwarded-For` is read from its right end (the hop our proxy added) leftwards, skipping
+ * trusted proxies: the first address not trusted is the client, so a client cannot choose its address by sending
+ * the header itself.
+ */
 export const makeClientAddress = (trustedProxies: ReadonlyArray<string>) => {
   const trusted = new BlockList()
   for (const entry of trustedProxies) {

@@ -1,28 +1,18 @@
 // POST /v1/nutrition's lane answers a priced call with the HttpApi stack's bytes, counted once against the food
 // limits, and leaves every other call (refusals, unknown foods, browsers, bad bodies) to the stack.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Metric, MetricLabel } from "effect"
+import { Effect, Layer } from "effect"
 import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDbMemory } from "../../src/foods/FoodDbLive.ts"
 import { shippedFoods } from "../../src/foods/shipped.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
-import { fastLaneAnswers } from "../../src/observability/metrics.ts"
 import { TestDatabase } from "../support/database.ts"
-import { type Answer, errorCode, send } from "../support/http.ts"
+import { errorCode, send } from "../support/http.ts"
+import { expectSameAnswer, laneAnswers } from "../support/lanes.ts"
 import { startServer } from "../support/server.ts"
 
 const dependencies = Layer.mergeAll(VisionModelLive, FoodDbMemory(shippedFoods()), FundingMemory({ alice: 1 }), LimitsUnlimited)
-
-/** How many nutrition answers the lane gave in this process so far. */
-const laneAnswers = Effect.map(
-  Metric.value(Metric.taggedWithLabels(fastLaneAnswers, [MetricLabel.make("answer", "nutrition")])),
-  (state) => state.count
-)
-
-/** Headers that say the same thing on both servers (the date and connection handling are each answer's own). */
-const comparable = (answer: Answer) =>
-  Object.fromEntries([...answer.headers].filter(([name]) => !["date", "connection", "keep-alive"].includes(name)))
 
 /** Two instances on one database: one with its lanes, one that sends everything through the HttpApi stack. */
 const twoInstances = (env: Record<string, string> = {}) =>
@@ -41,11 +31,7 @@ const both = (servers: { lane: string; stack: string }, request: Request) =>
     return { fromLane: await send(`${servers.lane}${path}`, init), fromStack: await send(`${servers.stack}${path}`, init) }
   })
 
-const expectSame = ({ fromLane, fromStack }: { fromLane: Answer; fromStack: Answer }) => {
-  expect(fromLane.status).toBe(fromStack.status)
-  expect(fromLane.text).toBe(fromStack.text)
-  expect(comparable(fromLane)).toEqual(comparable(fromStack))
-}
+const nutritionAnswers = laneAnswers("nutrition")
 
 const texts = ["rice, white, cooked", "chicken breast", "broccoli", "olive oil", "tofu"]
 const ids = ["20045", "05064", "11090", "04053", "16427"]
@@ -63,13 +49,13 @@ describe("the nutrition lane", () => {
         // Written another way (spaces, key order, a charset): the same call.
         { rawBody: '{ "items" : [ { "grams" : 100, "query" : "tofu" } ] }', headers: { "content-type": "application/json; charset=utf-8" } }
       ]
-      const before = yield* laneAnswers
+      const before = yield* nutritionAnswers
       for (const request of priced) {
         const answers = yield* both(servers, request)
         expect(answers.fromLane.status, answers.fromLane.text.slice(0, 200)).toBe(200)
-        expectSame(answers)
+        expectSameAnswer(answers.fromLane, answers.fromStack)
       }
-      expect(yield* laneAnswers).toBe(before + priced.length)
+      expect(yield* nutritionAnswers).toBe(before + priced.length)
     }))
 
   it.scopedLive("every other call is the stack's: the same refusals, and the lane answers none of them", () =>
@@ -91,26 +77,29 @@ describe("the nutrition lane", () => {
         { body: { items: [{ query: "rice", grams: 100 }] }, headers: { origin: "https://elsewhere.example" } },
         { body: { items: [{ query: "rice", grams: 100 }] }, path: "/v1/nutrition?debug=1" }
       ]
-      const before = yield* laneAnswers
-      for (const request of passed) expectSame(yield* both(servers, request))
+      const before = yield* nutritionAnswers
+      for (const request of passed) {
+        const { fromLane, fromStack } = yield* both(servers, request)
+        expectSameAnswer(fromLane, fromStack)
+      }
       const statuses = []
       for (const request of passed) statuses.push((yield* both(servers, request)).fromLane.status)
       expect(statuses).toEqual([404, 400, 400, 400, 400, 400, 400, 400, 415, 401, 401, 403, 200])
-      expect(yield* laneAnswers).toBe(before)
+      expect(yield* nutritionAnswers).toBe(before)
     }))
 
   it.scopedLive("with LIMIT_FOODS_PER_MINUTE=3, three priced calls from the lane, then the stack's 429: each call counted once", () =>
     Effect.gen(function* () {
       const { lane } = yield* twoInstances({ LIMIT_FOODS_PER_MINUTE: "3" })
       const call = (body: unknown) => Effect.promise(() => send(`${lane}/v1/nutrition`, { method: "POST", body }))
-      const before = yield* laneAnswers
+      const before = yield* nutritionAnswers
       // A refused body before them counts nothing, on either face.
       expect((yield* call({ items: [] })).status).toBe(400)
       for (let i = 0; i < 3; i++) expect((yield* call({ items: [{ query: texts[i], grams: 100 }] })).status).toBe(200)
-      expect(yield* laneAnswers).toBe(before + 3)
+      expect(yield* nutritionAnswers).toBe(before + 3)
       const refused = yield* call({ items: [{ query: "rice", grams: 100 }] })
       expect([refused.status, errorCode(refused)]).toEqual([429, "rate_limited"])
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
-      expect(yield* laneAnswers).toBe(before + 3)
+      expect(yield* nutritionAnswers).toBe(before + 3)
     }))
 })

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { registerExactEvmScheme } from "@x402/evm/exact/client"
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
-import { Context, Effect, Layer, Metric, MetricLabel, Option, TestClock } from "effect"
+import { Context, Effect, Layer, Option, TestClock } from "effect"
 import sharp from "sharp"
 import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
@@ -11,12 +11,12 @@ import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
 import { InputFingerprint } from "../../src/domain/ids.ts"
 import { ReplayCache, ReplayCacheLive, replayKey } from "../../src/http/fastLane.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
-import { fastLaneAnswers } from "../../src/observability/metrics.ts"
 import { FundingLive } from "../../src/server.ts"
 import { startSandbox } from "../../src/testing.ts"
 import { TestDatabase } from "../support/database.ts"
 import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
-import { type Answer, errorCode, send } from "../support/http.ts"
+import { errorCode, send } from "../support/http.ts"
+import { expectSameAnswer, laneAnswers } from "../support/lanes.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { memorySeam, TestChain } from "../support/memoryChain.ts"
@@ -31,20 +31,6 @@ const noisy = (
     .jpeg({ quality: 90 })
     .toBuffer()
 ).toString("base64")
-
-/** How many answers of this kind the lane gave in this process so far. */
-const laneAnswers = (answer: "challenge" | "replay") =>
-  Effect.map(Metric.value(Metric.taggedWithLabels(fastLaneAnswers, [MetricLabel.make("answer", answer)])), (state) => state.count)
-
-/** Headers that say the same thing on both servers (the date and connection handling are each answer's own). */
-const comparable = (answer: Answer) =>
-  Object.fromEntries([...answer.headers].filter(([name]) => !["date", "connection", "keep-alive"].includes(name)))
-
-const expectSameAnswer = (lane: Answer, stack: Answer) => {
-  expect(lane.status).toBe(stack.status)
-  expect(lane.text).toBe(stack.text)
-  expect(comparable(lane)).toEqual(comparable(stack))
-}
 
 /** Two instances on one database: one with the fast lane, one that sends everything through the HttpApi stack. */
 const twoInstances = Effect.gen(function* () {
