@@ -10,6 +10,7 @@ import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { TestDatabase } from "../support/database.ts"
 import { errorCode, send } from "../support/http.ts"
 import { expectSameAnswer, laneAnswers } from "../support/lanes.ts"
+import { withinOneMinute } from "../support/minute.ts"
 import { startServer } from "../support/server.ts"
 
 const dependencies = Layer.mergeAll(VisionModelLive, FoodDbMemory(shippedFoods()), FundingMemory({ alice: 1 }), LimitsUnlimited)
@@ -93,6 +94,7 @@ describe("the nutrition lane", () => {
       const { lane } = yield* twoInstances({ LIMIT_FOODS_PER_MINUTE: "3" })
       const call = (body: unknown) => Effect.promise(() => send(`${lane}/v1/nutrition`, { method: "POST", body }))
       const before = yield* nutritionAnswers
+      yield* withinOneMinute()
       // A refused body before them counts nothing, on either face.
       expect((yield* call({ items: [] })).status).toBe(400)
       for (let i = 0; i < 3; i++) expect((yield* call({ items: [{ query: texts[i], grams: 100 }] })).status).toBe(200)

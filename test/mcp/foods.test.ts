@@ -11,6 +11,7 @@ import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { connect, firstText, toolErrorCode } from "../support/clients.ts"
 import { type FakeOpenAI, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { isRecord, send } from "../support/http.ts"
+import { withinOneMinute } from "../support/minute.ts"
 import { startServer } from "../support/server.ts"
 
 const MORE = ["fiber_g", "sugars_g", "saturated_fat_g", "sodium_mg", "cholesterol_mg", "potassium_mg", "calcium_mg", "iron_mg", "vitamin_c_mg"]
@@ -140,6 +141,7 @@ describe("MCP food tools", () => {
   layer(serviceWith({ LIMIT_FOODS_PER_MINUTE: "3" }), { excludeTestServices: true, timeout: 120_000 })("with LIMIT_FOODS_PER_MINUTE=3", (it) => {
     it.scoped("the fourth food call of a minute, on either tool, is rate_limited with retry_after_seconds; bad input is still invalid_request", () =>
       Effect.gen(function* () {
+        yield* withinOneMinute()
         expect((yield* callTool("search_foods", { query: "rice" })).isError ?? false).toBe(false)
         expect((yield* callTool("food_nutrition", { items: [{ query: "rice", grams: 100 }] })).isError ?? false).toBe(false)
         expect((yield* callTool("search_foods", { query: "milk" })).isError ?? false).toBe(false)
