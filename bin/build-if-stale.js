@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// The build step of `npm start` and `npm run sandbox` (imported by bin/morsel.js): compiles and bundles only when a
-// source is newer than the last build, so an unchanged tree starts at once. Runs alone too (`node bin/build-if-stale.js`).
+// The build step of `npm start` and `npm run sandbox` (imported by bin/morsel.js) and of `npm install` (the prepare
+// script): compiles, bundles and writes the new database's archive only when a source is newer than the last build, so
+// an unchanged tree starts at once, and `npx morsel` (which prepares this folder again before it runs the command)
+// neither waits for a build nor rewrites the files a running server or test reads. `npm run build` builds everything.
 import { spawnSync } from "node:child_process"
 import { readdirSync, statSync, utimesSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -10,6 +12,7 @@ import { fileURLToPath } from "node:url"
 const root = dirname(dirname(fileURLToPath(import.meta.url)))
 const buildInfo = "dist/.tsbuildinfo"
 const bundle = "dist/bundle/morsel.mjs"
+const archive = "dist/new-database.tar"
 const inputs = ["src", "migrations", "tsconfig.json", "tsconfig.build.json", "package.json"]
 
 /** The latest modification time under a file or folder, in ms. */
@@ -39,3 +42,4 @@ if (latestInput > modified(buildInfo)) {
   utimesSync(join(root, buildInfo), now, now)
 }
 if (latestInput > modified(bundle)) run(join(root, "bin/bundle.js"))
+if (latestInput > modified(archive)) run(join(root, "bin/new-database.js"))
