@@ -48,9 +48,15 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()(
   HttpApiSchema.annotations({ status: 400, description: "Invalid input; nothing consumed" })
 ) {}
 
+/** An optional field's second reading ("or absent"), beside an issue that says what the field (or a part of it) must be. */
+const saysAbsent = (issue: SchemaIssue) => issue.message.startsWith("Expected undefined, actual ")
+const isAbsentAlternative = (issue: SchemaIssue, issues: ReadonlyArray<SchemaIssue>) =>
+  saysAbsent(issue) && issues.some((other) => !saysAbsent(other) && issue.path.every((key, i) => other.path[i] === key))
+
 /** The 400 for input a schema refused (REST body or tool arguments): the first issue in the message, all capped. */
 export const schemaRejection = (issues: ReadonlyArray<SchemaIssue>, fallback: string): InvalidRequest => {
-  const kept = issues.slice(0, MAX_ERROR_ISSUES).map((issue) => ({
+  const telling = issues.filter((issue) => !isAbsentAlternative(issue, issues))
+  const kept = telling.slice(0, MAX_ERROR_ISSUES).map((issue) => ({
     // A path names the caller's keys, which can be as long as any value.
     path: issue.path.slice(0, MAX_ERROR_ISSUES).map((key) => (typeof key === "string" ? cap(key, MAX_PATH_KEY_CHARS) : key)),
     message: capMessage(issue.message)

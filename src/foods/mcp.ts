@@ -3,14 +3,13 @@
  * The same answers, refusals and budget as GET /v1/foods and POST /v1/nutrition; read-only, no model call, nothing charged.
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/server"
-import { Effect, Either, ParseResult, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import type { KeyFingerprints } from "../credits/keys.ts"
 import type { Ledger } from "../credits/Ledger.ts"
-import { MAX_JSON_DEPTH, tooDeep, valueNestsDeeperThan } from "../domain/bodies.ts"
-import { type InvalidRequest, schemaRejection } from "../domain/errors.ts"
+import type { InvalidRequest } from "../domain/errors.ts"
 import { jsonSchemaOf } from "../domain/schemas.ts"
 import type { FoodLimits } from "../limits/FoodLimits.ts"
-import { ICONS } from "../mcp/tool.ts"
+import { decodeArguments, ICONS } from "../mcp/tool.ts"
 import { admitFoodCall } from "./caller.ts"
 import type { FoodDb } from "./FoodDb.ts"
 import { nutritionOf, searchFoods } from "./nutrition.ts"
@@ -86,22 +85,6 @@ export const foodToolDefinitions: ReadonlyArray<Tool> = [
   }
 ]
 
-const pathOf = (path: ReadonlyArray<PropertyKey>) => path.map((key) => (typeof key === "number" ? key : String(key)))
-
-/** Decodes the arguments; a rejection names the argument as REST's 400 names the field (without REST's own "q: " words). */
-const decode = <A, I>(schema: Schema.Schema<A, I>, args: unknown): Either.Either<A, InvalidRequest> => {
-  if (valueNestsDeeperThan(args, MAX_JSON_DEPTH)) return Either.left(tooDeep("the arguments are"))
-  return Either.mapLeft(Schema.decodeUnknownEither(schema, { errors: "all" })(args ?? {}), (error) =>
-    schemaRejection(
-      ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
-        path: pathOf(issue.path),
-        message: issue.path.length > 0 ? issue.message.replace(/^[a-z_.]+: /, "") : issue.message
-      })),
-      "invalid arguments"
-    )
-  )
-}
-
 const text = (value: unknown) => ({ type: "text" as const, text: JSON.stringify(value) })
 
 const success = (value: object): CallToolResult => ({ content: [text(value)], structuredContent: { ...value } })
@@ -134,6 +117,6 @@ export const callFoodTool = (
       ? Effect.succeed(refused(input.left))
       : Effect.zipRight(admitFoodCall(address, authorization), answer(input.right)).pipe(Effect.match({ onFailure: refused, onSuccess: success }))
   return name === SEARCH_TOOL
-    ? run(decode(SearchInput, args), (input) => searchFoods(input.query, input.limit ?? SEARCH_LIMIT_DEFAULT))
-    : run(decode(NutritionRequest, args), nutritionOf)
+    ? run(decodeArguments(SearchInput, args), (input) => searchFoods(input.query, input.limit ?? SEARCH_LIMIT_DEFAULT))
+    : run(decodeArguments(NutritionRequest, args), nutritionOf)
 }

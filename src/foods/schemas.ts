@@ -52,12 +52,12 @@ export const SEARCH_LIMIT_DEFAULT = 10
 export const NUTRITION_ITEMS_MAX = 20
 
 export const SearchText = Schema.String.pipe(
-  Schema.minLength(1, { message: () => "q: a search text of 1 to 200 characters is required" }),
-  Schema.maxLength(SEARCH_TEXT_MAX, { message: () => "q: at most 200 characters" })
+  Schema.minLength(1, { message: () => "a search text of 1 to 200 characters is required" }),
+  Schema.maxLength(SEARCH_TEXT_MAX, { message: () => "at most 200 characters" })
 ).annotations({ description: "Food text, 1–200 characters", examples: ["tofu"] })
 
 export const SearchLimit = Schema.Int.pipe(
-  Schema.between(1, SEARCH_LIMIT_MAX, { message: () => "limit: a whole number from 1 to 25" })
+  Schema.between(1, SEARCH_LIMIT_MAX, { message: () => "a whole number from 1 to 25" })
 ).annotations({ description: "How many foods, 1–25 (default 10)" })
 
 export const FoodsSearchParams = Schema.Struct({
@@ -71,12 +71,12 @@ const twoDecimals = (n: number) => Math.abs(n * 100 - Math.round(n * 100)) < 1e-
 
 const Grams = Schema.Number.pipe(
   Schema.finite(),
-  Schema.between(0.01, 5000, { message: () => "grams: from 0.01 to 5000" }),
-  Schema.filter((n) => twoDecimals(n) || "grams: at most two decimals")
+  Schema.between(0.01, 5000, { message: () => "from 0.01 to 5000" }),
+  Schema.filter((n) => twoDecimals(n) || "at most two decimals")
 ).annotations({ description: "Grams, 0.01–5000, at most two decimals" })
 
 const PortionRequest = closed({
-  amount: Schema.Number.pipe(Schema.finite(), Schema.positive({ message: () => "portion.amount: a number above 0" })),
+  amount: Schema.Number.pipe(Schema.finite(), Schema.positive({ message: () => "a number above 0" })),
   unit: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)).annotations({
     description: "A unit of the food's portions, matched case-blind on the whole unit or its first word (\"large\", \"cup\")"
   })
@@ -103,8 +103,8 @@ export type NutritionItemRequest = typeof NutritionItemRequest.Type
 
 export const NutritionRequest = closed({
   items: Schema.Array(NutritionItemRequest).pipe(
-    Schema.minItems(1, { message: () => "items: 1 to 20 items" }),
-    Schema.maxItems(NUTRITION_ITEMS_MAX, { message: () => "items: at most 20 items" })
+    Schema.minItems(1, { message: () => "1 to 20 items" }),
+    Schema.maxItems(NUTRITION_ITEMS_MAX, { message: () => "at most 20 items" })
   ),
   language: Schema.optional(Schema.Literal("en", "lt")).annotations({ description: "Language of the answer's words (default en)" })
 }).annotations({ identifier: "NutritionRequest" })

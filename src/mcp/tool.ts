@@ -142,16 +142,19 @@ export const toolDefinition = (publicBaseUrl: string): Tool => ({
 
 const pathOf = (path: ReadonlyArray<PropertyKey>) => path.map((key) => (typeof key === "number" ? key : String(key)))
 
-/** Decodes the arguments with the REST schemas; a rejection carries the same code and message shape as REST's 400. */
-export const decodeInput = (args: unknown): Either.Either<ToolInput, InvalidRequest> => {
+/** Decodes a tool's arguments; a rejection carries the same code and message shape as REST's 400 for that field. */
+export const decodeArguments = <A, I>(schema: Schema.Schema<A, I>, args: unknown): Either.Either<A, InvalidRequest> => {
   if (valueNestsDeeperThan(args, MAX_JSON_DEPTH)) return Either.left(tooDeep("the arguments are"))
-  return Either.mapLeft(Schema.decodeUnknownEither(ToolInput, { errors: "all" })(args ?? {}), (error) =>
+  return Either.mapLeft(Schema.decodeUnknownEither(schema, { errors: "all" })(args ?? {}), (error) =>
     schemaRejection(
       ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({ path: pathOf(issue.path), message: issue.message })),
       "invalid arguments"
     )
   )
 }
+
+/** Decodes `analyze_food`'s arguments with the REST schemas. */
+export const decodeInput = (args: unknown): Either.Either<ToolInput, InvalidRequest> => decodeArguments(ToolInput, args)
 
 /** The x402 payment of a call: the PaymentPayload object in its metadata, read by the x402 rail as REST's PAYMENT-SIGNATURE is. */
 export const paymentOf = (meta: Readonly<Record<string, unknown>> | undefined): Option.Option<PaymentProof> =>

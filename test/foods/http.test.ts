@@ -163,6 +163,23 @@ describe("foods and nutrition over HTTP", () => {
         expect(text.status).toBe(415)
       }))
 
+    it.effect("a refusal says once what the field must be, after its path (no second reading of an optional field)", () =>
+      Effect.gen(function* () {
+        const said: Array<[unknown, string]> = [
+          [{ items: [{ query: "", grams: 1 }] }, "items.0.query: a search text of 1 to 200 characters is required"],
+          [{ items: [{ query: "rice", grams: 0 }] }, "items.0.grams: from 0.01 to 5000"],
+          [{ items: [{ query: "rice", grams: 1.234 }] }, "items.0.grams: at most two decimals"],
+          [{ items: [{ query: "rice", grams: 1 }, { fdc_id: "20045", portion: { amount: 0, unit: "cup" } }] }, "items.1.portion.amount: a number above 0"],
+          [{ items: [] }, "items: 1 to 20 items"]
+        ]
+        for (const [body, words] of said) {
+          const answer = yield* nutrition(body)
+          const issues = isRecord(answer.body) && isRecord(answer.body["error"]) ? answer.body["error"]["issues"] : undefined
+          expect([answer.status, message(answer.body), Array.isArray(issues) && issues.length]).toEqual([400, words, 1])
+        }
+        expect(message((yield* call("/v1/foods?q=")).body)).toBe("q: a search text of 1 to 200 characters is required")
+      }))
+
     it.effect("no key is needed; a key that is sent must be valid (401 after 400), and nothing is charged", () =>
       Effect.gen(function* () {
         const key = `morsel_test_${"0".repeat(64)}`

@@ -126,11 +126,11 @@ describe("MCP food tools", () => {
 
         const empty = yield* callTool("search_foods", { query: "" })
         expect([empty.isError, toolErrorCode(empty)]).toEqual([true, "invalid_request"])
-        expect(errorMessage(empty)).toContain("query")
+        expect(errorMessage(empty)).toBe("query: a food text of 1 to 200 characters is required")
 
         const grams = yield* callTool("food_nutrition", { items: [{ query: "rice", grams: 6000 }] })
         expect([grams.isError, toolErrorCode(grams)]).toEqual([true, "invalid_request"])
-        expect(errorMessage(grams)).toContain("grams")
+        expect(errorMessage(grams)).toBe("items.0.grams: from 0.01 to 5000")
 
         const key = `morsel_live_${"0".repeat(64)}`
         const badKey = yield* callTool("search_foods", { query: "rice" }, { authorization: `Bearer ${key}` })
