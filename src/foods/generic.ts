@@ -82,11 +82,11 @@ export interface Fallback {
 
 const KEYS = ["kcal", "protein_g", "carbs_g", "fat_g"] as const
 
-const medianOf = (values: Array<number>) => {
+/** The middle of the values (the mean of the two middle ones when their count is even); sorts them in place. */
+export const medianOf = (values: Array<number>) => {
   values.sort((a, b) => a - b)
   const mid = values.length >> 1
-  const median = values.length % 2 === 1 ? values[mid]! : (values[mid - 1]! + values[mid]!) / 2
-  return Math.round(median * 100) / 100
+  return values.length % 2 === 1 ? values[mid]! : (values[mid - 1]! + values[mid]!) / 2
 }
 
 /** Fewer members than this say too little about a family: the item is matched as usual. */
@@ -115,7 +115,7 @@ export const familyMedian = (
     const keep = Math.max(MIN_MEMBERS, Math.ceil(chosen.length * NEAREST_SHARE))
     chosen = chosen.map((m) => [m, fromGuess(m.record.per100g)] as const).sort((a, b) => a[1] - b[1]).slice(0, keep).map(([m]) => m)
   }
-  const of = (key: (typeof KEYS)[number]) => medianOf(chosen.map((m) => m.record.per100g[key]))
+  const of = (key: (typeof KEYS)[number]) => Math.round(medianOf(chosen.map((m) => m.record.per100g[key])) * 100) / 100
   const median: Nutrition = { kcal: of("kcal"), protein_g: of("protein_g"), carbs_g: of("carbs_g"), fat_g: of("fat_g") }
   const distance = (n: Nutrition) => KEYS.reduce((sum, key) => sum + Math.abs(Math.log((n[key] + 1) / (median[key] + 1))), 0)
   const representative = chosen.reduce((best, m) => (distance(m.record.per100g) < distance(best.record.per100g) ? m : best)).record

@@ -2,6 +2,7 @@
 import { Option } from "effect"
 import type { Nutrition } from "../../src/domain/schemas.ts"
 import type { FoodMatch, FoodQuery } from "../../src/foods/FoodDb.ts"
+import { medianOf } from "../../src/foods/generic.ts"
 import { type FoodIndex, rank } from "../../src/foods/matcher.ts"
 import { seededRandom } from "../support/seeded.ts"
 import { DEV_DISHES, DEV_FOODS, type DevFood } from "./devset.ts"
@@ -69,12 +70,6 @@ export const nameCentredGuesses = (typicalOf: (query: string) => Nutrition | und
     const centre = (key: NutrientKey) => Math.exp(RECORD_SHARE * Math.log(truth[key] + 1) + (1 - RECORD_SHARE) * Math.log(named[key] + 1)) - 1
     return perturbedGuess({ ...food, kcal: centre("kcal"), macros: [centre("protein_g"), centre("carbs_g"), centre("fat_g")] }, random)
   }
-}
-
-const medianOf = (values: Array<number>) => {
-  values.sort((a, b) => a - b)
-  const mid = values.length >> 1
-  return values.length % 2 === 1 ? values[mid]! : (values[mid - 1]! + values[mid]!) / 2
 }
 
 /** What a name means in general in an index: the median of the 8 records whose words fit it best, ranked without any estimate. */
