@@ -25,7 +25,11 @@ const admit = (caller: FoodCaller) =>
     Effect.map((e) => (Either.isRight(e) ? "ok" : e.left.error.code))
   )
 
-const tally = (outcomes: ReadonlyArray<string>) => outcomes.reduce<Record<string, number>>((t, o) => ({ ...t, [o]: (t[o] ?? 0) + 1 }), {})
+const tally = (outcomes: ReadonlyArray<string>) => {
+  const counts: Record<string, number> = {}
+  for (const outcome of outcomes) counts[outcome] = (counts[outcome] ?? 0) + 1
+  return counts
+}
 
 describe(`free food calls' limit (${realPostgresUrl ? "real PostgreSQL" : "PGlite"})`, () => {
   it.scoped("one instance: exactly the limit per minute for an address, the key's own budget beside it, a new minute afresh", () =>
