@@ -48,14 +48,24 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()(
   HttpApiSchema.annotations({ status: 400, description: "Invalid input; nothing consumed" })
 ) {}
 
-/** An optional field's second reading ("or absent"), beside an issue that says what the field (or a part of it) must be. */
 const saysAbsent = (issue: SchemaIssue) => issue.message.startsWith("Expected undefined, actual ")
-const isAbsentAlternative = (issue: SchemaIssue, issues: ReadonlyArray<SchemaIssue>) =>
-  saysAbsent(issue) && issues.some((other) => !saysAbsent(other) && issue.path.every((key, i) => other.path[i] === key))
+const pathKey = (path: ReadonlyArray<string | number>) => path.join("\0")
+
+/**
+ * The issues without an optional field's second reading ("or absent") where another issue says what that field (or a
+ * part of it) must be. Linear in the issues: a tool's arguments decoded with every error can give tens of thousands.
+ */
+const withoutAbsentAlternatives = (issues: ReadonlyArray<SchemaIssue>) => {
+  const told = new Set<string>()
+  for (const issue of issues) {
+    if (!saysAbsent(issue)) for (let end = 0; end <= issue.path.length; end++) told.add(pathKey(issue.path.slice(0, end)))
+  }
+  return issues.filter((issue) => !(saysAbsent(issue) && told.has(pathKey(issue.path))))
+}
 
 /** The 400 for input a schema refused (REST body or tool arguments): the first issue in the message, all capped. */
 export const schemaRejection = (issues: ReadonlyArray<SchemaIssue>, fallback: string): InvalidRequest => {
-  const telling = issues.filter((issue) => !isAbsentAlternative(issue, issues))
+  const telling = withoutAbsentAlternatives(issues)
   const kept = telling.slice(0, MAX_ERROR_ISSUES).map((issue) => ({
     // A path names the caller's keys, which can be as long as any value.
     path: issue.path.slice(0, MAX_ERROR_ISSUES).map((key) => (typeof key === "string" ? cap(key, MAX_PATH_KEY_CHARS) : key)),
