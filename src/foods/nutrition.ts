@@ -177,32 +177,64 @@ export const totalsOf = (items: ReadonlyArray<NutritionItem>): FoodNutrition => 
 }
 
 const SUGGESTIONS = 5
+/** The searches one call may make for suggestions (two for each of 20 items): past them, an unmatched text has none. */
+const SUGGESTION_SEARCHES = 40
+/** How long a call computes at a stretch before the event loop gets its turn (other requests, /health). */
+const SLICE_MS = 5
+
+/** A call's pace: the suggestion searches it has left, and when it last let the event loop run. */
+const paceOf = () => {
+  let searches = SUGGESTION_SEARCHES
+  let since = performance.now()
+  const breathe = Effect.async<void>((resume) => {
+    const turn = setImmediate(() => resume(Effect.void))
+    return Effect.sync(() => clearImmediate(turn))
+  })
+  return {
+    /** Takes one search from the call's allowance, or says none is left. */
+    search: () => searches-- > 0,
+    /** Lets the event loop run when the call has held it for a slice. */
+    turn: Effect.suspend(() => {
+      if (performance.now() - since < SLICE_MS) return Effect.void
+      return Effect.tap(breathe, () => {
+        since = performance.now()
+      })
+    })
+  }
+}
 
 /** The nearest foods for a text nothing matches: its search, else the search of its longest words one by one. */
-const suggestionsFor = (foods: FoodReader, text: string): ReadonlyArray<FoodRecord> => {
-  const whole = foods.search(text, SUGGESTIONS)
-  if (whole.length > 0) return whole
-  const words = [...new Set(text.toLowerCase().match(/[\p{L}]{3,}/gu) ?? [])].sort((a, b) => b.length - a.length).slice(0, 4)
-  for (const word of words) {
-    const found = foods.search(word, SUGGESTIONS)
-    if (found.length > 0) return found
-  }
-  return []
-}
+const suggestionsFor = (foods: FoodReader, text: string, pace: ReturnType<typeof paceOf>) =>
+  Effect.gen(function* () {
+    if (!pace.search()) return []
+    yield* pace.turn
+    const whole = foods.search(text, SUGGESTIONS)
+    if (whole.length > 0) return whole
+    const words = [...new Set(text.toLowerCase().match(/[\p{L}]{3,}/gu) ?? [])].sort((a, b) => b.length - a.length).slice(0, 4)
+    for (const word of words) {
+      if (!pace.search()) return []
+      yield* pace.turn
+      const found = foods.search(word, SUGGESTIONS)
+      if (found.length > 0) return found
+    }
+    return []
+  })
 
 /** Nutrition of named foods: each item matched (by id or text) and priced; a text nothing matches is listed, never 0. */
 export const nutritionOf = (request: NutritionRequest): Effect.Effect<NutritionResult, InvalidRequest | NotFound, FoodDb> =>
   Effect.gen(function* () {
     const foods = yield* FoodDb
-    // The index is read once for every item: each is matched and priced at once, without an effect of its own.
+    // One index for every item of the call, the one of the moment when it began.
     const read = yield* foods.reader
+    const pace = paceOf()
     const items: Array<NutritionItem> = []
     const unmatched: Array<NutritionResult["unmatched"][number]> = []
     for (const [index, item] of request.items.entries()) {
+      yield* pace.turn
       const record = item.fdc_id !== undefined ? read.food(item.fdc_id) : read.named(item.query ?? "")
       if (record === undefined) {
         if (item.fdc_id !== undefined) return yield* Effect.fail(notFound(item.fdc_id))
-        const near = suggestionsFor(read, item.query ?? "")
+        const near = yield* suggestionsFor(read, item.query ?? "", pace)
         unmatched.push({ index, query: item.query ?? "", suggestions: near.map((r) => ({ fdc_id: r.sourceId, name: r.description })) })
         continue
       }
