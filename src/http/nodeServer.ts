@@ -3,6 +3,7 @@
  * and lets a fast lane answer the hottest requests before the application sees them.
  */
 import { IncomingMessage, Server, ServerResponse } from "node:http"
+import type { Socket } from "node:net"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 
@@ -11,8 +12,11 @@ const NOT_READY = JSON.stringify({
   error: { code: "starting", message: "the service is starting or stopping; retry in a moment" }
 })
 
-/** Hands a request on to the application, with the body the lane already read from it. */
-export type PassOn = (body: Buffer) => void
+/**
+ * Hands a request on to the application, with the body the lane already read from it; `note` sees the request the
+ * application will read first (to leave with it what the lane decided).
+ */
+export type PassOn = (body: Buffer, note?: (passed: IncomingMessage) => void) => void
 
 /** Answers some requests without the application; see `src/http/fastLane.ts` and `src/foods/lane.ts`. */
 export interface Lane {
@@ -52,6 +56,9 @@ export class FrontServer extends Server {
   constructor(stamp: Readonly<Record<string, string>> = {}) {
     super()
     this.stamp = stamp
+    // The peer's address, read once on arrival, is kept by the socket: once a client resets the connection the
+    // system no longer tells it, and a request read after that would be counted as from an unknown address.
+    this.on("connection", (socket: Socket) => void socket.remoteAddress)
     this.on("request", (_request, response: ServerResponse) => {
       if (this.listenerCount("request") > 1) return
       response.writeHead(503, {
@@ -73,7 +80,11 @@ export class FrontServer extends Server {
       request instanceof IncomingMessage &&
       response instanceof ServerResponse
     ) {
-      const passOn = (body: Buffer) => super.emit("request", withBody(request, body), response)
+      const passOn: PassOn = (body, note) => {
+        const passed = withBody(request, body)
+        note?.(passed)
+        super.emit("request", passed, response)
+      }
       for (const lane of this.lanes) if (lane.take(request, response, passOn)) return true
     }
     return super.emit(event, ...args)
