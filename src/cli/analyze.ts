@@ -2,16 +2,33 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option, Redacted } from "effect"
 import { type AnalysisResult, type MorselClient, MorselError, type SettlementReceipt } from "../client/index.ts"
+import { priceOf, unitsOf } from "../client/price.ts"
 import { withProgress } from "../terminal.ts"
 import { baseUrlOf, baseUrlOption, CliFailure, clientOf, cliFailureOf, jsonOption, keyOf, keyOption, reportFailure } from "./client.ts"
 import { printResult } from "./output.ts"
 import { forgetPending, loadPending, pendingIdOf, savePending } from "./pending.ts"
 
-/** An x402 receipt in words: who paid and the transaction that moved the 0.01 USDC. */
-const describeReceipt = (receipt: SettlementReceipt) =>
+/** An x402 receipt in words: who paid and the transaction that moved the 0.01 USDC (or at most the price allowed). */
+const describeReceipt = (receipt: SettlementReceipt, maxPrice: string | undefined) =>
   typeof receipt.payer === "string" && typeof receipt.transaction === "string"
-    ? `paid 0.01 USDC over x402 from ${receipt.payer}, transaction ${receipt.transaction}`
+    ? `paid ${maxPrice === undefined ? "0.01 USDC" : `at most ${maxPrice} USDC`} over x402 from ${receipt.payer}, transaction ${receipt.transaction}`
     : `x402 receipt: ${JSON.stringify(receipt)}`
+
+/** The price a refused server asked, as `--max-price` takes it ("1"), when it asked one in USDC units. */
+const askedPrice = (body: unknown) => {
+  const offers = typeof body === "object" && body !== null && "asked" in body && Array.isArray(body.asked) ? (body.asked as ReadonlyArray<unknown>) : []
+  const amounts = offers.flatMap((offer) =>
+    typeof offer === "object" && offer !== null && "amount" in offer && typeof offer.amount === "string" && /^\d{1,30}$/.test(offer.amount) ? [BigInt(offer.amount)] : []
+  )
+  const lowest = amounts.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))[0]
+  return lowest === undefined ? undefined : priceOf(lowest)
+}
+
+/** A refused price in the command's words: the fix is `--max-price`, not the library's option. */
+const priceFailure = (failure: CliFailure, error: MorselError) => {
+  const asked = askedPrice(error.body)
+  return new CliFailure({ ...failure, message: error.message.replace(/allow it with maxPricePerAnalysis$/, `allow it with --max-price ${asked ?? "<USDC>"}`) })
+}
 
 /** How this run is paid: a credit key, or a wallet answering the x402 challenge. */
 const funding = (options: { readonly key: Option.Option<Redacted.Redacted>; readonly walletKey: Option.Option<Redacted.Redacted> }) =>
@@ -38,6 +55,7 @@ const finish = (client: MorselClient, run: () => Promise<AnalysisResult>, withCr
     withProgress("analysing the photo…"),
     Effect.catchAll((error) => {
       const failure = cliFailureOf(client.baseUrl, error)
+      if (error instanceof MorselError && error.code === "price_refused") return Effect.fail(priceFailure(failure, error))
       const kept = error instanceof MorselError && error.code === "payment_pending" ? error.pending : undefined
       if (kept === undefined || !(error instanceof MorselError)) return Effect.fail(failure)
       // Only a well-formed UUID the server sent names the kept file: nothing is kept, wherever the answer points.
@@ -79,6 +97,10 @@ export const analyze = Command.make(
       Options.optional,
       Options.withDescription("0x key of a wallet paying 0.01 USDC a call (or MORSEL_WALLET_KEY)")
     ),
+    maxPrice: Options.text("max-price").pipe(
+      Options.optional,
+      Options.withDescription("the most a --wallet-key pays for one analysis, in USDC (default 0.01, the service's price)")
+    ),
     idempotencyKey: Options.text("idempotency-key").pipe(
       Options.optional,
       Options.withDescription("reuse to replay a result or retry a failure (default: new)")
@@ -117,8 +139,16 @@ export const analyze = Command.make(
         }
         const photoPath = options.photo.value
         const paid = yield* funding(options)
+        if (Option.isSome(options.maxPrice) && unitsOf(options.maxPrice.value) === undefined) {
+          return yield* new CliFailure({ code: "usage", message: `--max-price must be a price in USDC such as 0.05 (more than 0, at most 6 decimals), not ${JSON.stringify(options.maxPrice.value)}` })
+        }
         // payment_pending is left to `--resume`, so the command never waits a minute on its own.
-        const client = yield* clientOf(options.baseUrl, { ...paid, paymentPendingRetries: 0, ...Option.match(options.scenario, { onNone: () => ({}), onSome: (scenario) => ({ scenario }) }) })
+        const client = yield* clientOf(options.baseUrl, {
+          ...paid,
+          paymentPendingRetries: 0,
+          ...Option.match(options.scenario, { onNone: () => ({}), onSome: (scenario) => ({ scenario }) }),
+          ...Option.match(options.maxPrice, { onNone: () => ({}), onSome: (maxPricePerAnalysis) => ({ maxPricePerAnalysis }) })
+        })
         const photo = yield* Effect.tryPromise({ try: () => client.preparePhoto(photoPath), catch: (error) => cliFailureOf(baseUrlOf(options.baseUrl), error) })
         if (photo.change !== undefined) yield* Console.error(photo.change)
         const given = {
@@ -130,6 +160,6 @@ export const analyze = Command.make(
       }
       const { receipt, ...body } = result
       yield* printResult(body, options.json)
-      if (receipt !== undefined) yield* Console.error(describeReceipt(receipt))
+      if (receipt !== undefined) yield* Console.error(describeReceipt(receipt, Option.getOrUndefined(options.maxPrice)))
     }).pipe(reportFailure(options.json))
 ).pipe(Command.withDescription("Analyze a food photo, paid with card credits (--key) or over x402 (--wallet-key)"))

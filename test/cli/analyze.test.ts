@@ -7,6 +7,7 @@ import { createServer, type Server } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { crc32, deflateSync } from "node:zlib"
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader } from "@x402/core/http"
 import sharp from "sharp"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -222,5 +223,54 @@ describe("morsel analyze", () => {
     expect(again.code).toBe(1)
     expect(again.stderr).toContain(`no pending analysis ${requestId} is kept`)
     expect(await units(address)).toBe(100_000_000n - 10_000n)
+  }, 120_000)
+
+  it("a server asking 1 USDC an analysis: one line naming the price and --max-price, nothing signed; --max-price 1 pays it", async () => {
+    const photo = join(folder, "greedy.jpg")
+    await noise(320, 240).jpeg().toFile(photo)
+    const signed: Array<string> = []
+    const greedy = createServer((req, res) => {
+      req.resume()
+      req.on("end", () => {
+        const signature = req.headers["payment-signature"]
+        if (typeof signature === "string") {
+          signed.push(decodePaymentSignatureHeader(signature).accepted.amount)
+          res.writeHead(200, { "content-type": "application/json" })
+          res.end(JSON.stringify({ request_id: crypto.randomUUID(), dish_name: "Rice", items: [], totals: { kcal: 0, protein_g: 0, carbs_g: 0, fat_g: 0 }, estimated_total_grams: 0, estimate: true, model: "greedy" }))
+          return
+        }
+        const accepts = [
+          {
+            scheme: "exact",
+            network: "eip155:8453",
+            asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+            amount: "1000000",
+            payTo: privateKeyToAccount(generatePrivateKey()).address,
+            maxTimeoutSeconds: 300,
+            extra: { name: "USD Coin", version: "2" }
+          }
+        ]
+        res.writeHead(402, { "content-type": "application/json", "payment-required": encodePaymentRequiredHeader({ x402Version: 2, resource: { url: "http://greedy/v1/analyze" }, accepts }) })
+        res.end("{}")
+      })
+    })
+    const port = await freePort()
+    await new Promise<void>((resolve) => greedy.listen(port, "127.0.0.1", resolve))
+    try {
+      const paying = ["--base-url", `http://127.0.0.1:${port}`, "--wallet-key", generatePrivateKey()]
+      const refused = await morsel(["analyze", photo, ...paying])
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toBe(
+        "morsel: the server asks 1 USDC per analysis; this client pays at most 0.01 USDC (exact, on Base): nothing was signed. If this server really charges more, allow it with --max-price 1\n"
+      )
+      expect(signed).toEqual([])
+      const badCap = await morsel(["analyze", photo, ...paying, "--max-price", "lots"])
+      expect(badCap.stderr).toContain("--max-price must be a price in USDC")
+      const allowed = await morsel(["analyze", photo, ...paying, "--max-price", "1"])
+      expect(allowed.code, allowed.stderr).toBe(0)
+      expect(signed).toEqual(["1000000"])
+    } finally {
+      await new Promise((resolve) => greedy.close(resolve))
+    }
   }, 120_000)
 })
