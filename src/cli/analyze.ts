@@ -1,7 +1,8 @@
 /** `morsel analyze`: sends a food photo to a running server through `morsel/client`, paid with card credits or per call over x402. */
+import { createHash } from "node:crypto"
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option, Redacted } from "effect"
-import { type AnalysisResult, type MorselClient, MorselError, type SettlementReceipt } from "../client/index.ts"
+import { type AnalysisResult, type AnalyzeOptions, type MorselClient, MorselError, type SettlementReceipt } from "../client/index.ts"
 import { priceOf, unitsOf } from "../client/price.ts"
 import { withProgress } from "../terminal.ts"
 import { baseUrlOf, baseUrlOption, CliFailure, clientOf, cliFailureOf, jsonOption, keyOf, keyOption, reportFailure } from "./client.ts"
@@ -28,6 +29,35 @@ const askedPrice = (body: unknown) => {
 const priceFailure = (failure: CliFailure, error: MorselError) => {
   const asked = askedPrice(error.body)
   return new CliFailure({ ...failure, message: error.message.replace(/allow it with maxPricePerAnalysis$/, `allow it with --max-price ${asked ?? "<USDC>"}`) })
+}
+
+const sha256 = (data: string | Uint8Array) => createHash("sha256").update(data).digest("hex")
+
+/**
+ * The Idempotency-Key of a run without `--idempotency-key`: derived from what is sent (the photo as prepared, its
+ * type, language, weighed total, scenario), to which server and by which payer (a digest of the key, which never
+ * leaves), so the same command run again replays the saved result instead of paying twice (an answer lost to a
+ * dropped connection included).
+ */
+const replayKey = (parts: ReadonlyArray<string>, photo: Uint8Array) => `morsel-cli-${sha256([...parts, sha256(photo)].join("\n")).slice(0, 40)}`
+
+/** The key to try once the saved result under `key` has expired (410): the same for every run, so reruns still replay. */
+const nextKey = (key: string) => `morsel-cli-${sha256(`${key}\nexpired`).slice(0, 40)}`
+
+/** Expired results (one a day of reruns) stepped over before the command gives up and asks for a key. */
+const MAX_EXPIRED_STEPS = 30
+
+/** An analysis under a derived key: an expired result (410) steps to the next key of the chain, a fresh analysis. */
+const analyzeReplaying = async (client: MorselClient, photo: Uint8Array, given: AnalyzeOptions, first: string): Promise<AnalysisResult> => {
+  let key = first
+  for (let step = 0; ; step++) {
+    try {
+      return await client.analyze(photo, { ...given, idempotencyKey: key })
+    } catch (error) {
+      if (!(error instanceof MorselError && error.status === 410 && step < MAX_EXPIRED_STEPS)) throw error
+      key = nextKey(key)
+    }
+  }
 }
 
 /** How this run is paid: a credit key, or a wallet answering the x402 challenge. */
@@ -103,7 +133,7 @@ export const analyze = Command.make(
     ),
     idempotencyKey: Options.text("idempotency-key").pipe(
       Options.optional,
-      Options.withDescription("reuse to replay a result or retry a failure (default: new)")
+      Options.withDescription("choose the key (default: derived from the photo, options and payer, so a rerun replays)")
     ),
     resume: Options.text("resume").pipe(
       Options.optional,
@@ -153,10 +183,16 @@ export const analyze = Command.make(
         if (photo.change !== undefined) yield* Console.error(photo.change)
         const given = {
           language: options.language,
-          ...Option.match(options.grams, { onNone: () => ({}), onSome: (grams) => ({ knownTotalGrams: grams }) }),
-          ...Option.match(options.idempotencyKey, { onNone: () => ({}), onSome: (idempotencyKey) => ({ idempotencyKey }) })
+          ...Option.match(options.grams, { onNone: () => ({}), onSome: (grams) => ({ knownTotalGrams: grams }) })
         }
-        result = yield* finish(client, () => client.analyze(photo.bytes, given), "apiKey" in paid)
+        const payer = "apiKey" in paid ? `key ${sha256(paid.apiKey ?? "")}` : `wallet ${sha256((paid.walletPrivateKey ?? "").toLowerCase())}`
+        const scenario = Option.getOrElse(options.scenario, () => "")
+        const parts = [client.baseUrl, payer, scenario, photo.mime, given.language, String(given.knownTotalGrams ?? "")]
+        const run = Option.match(options.idempotencyKey, {
+          onNone: () => () => analyzeReplaying(client, photo.bytes, given, replayKey(parts, photo.bytes)),
+          onSome: (idempotencyKey) => () => client.analyze(photo.bytes, { ...given, idempotencyKey })
+        })
+        result = yield* finish(client, run, "apiKey" in paid)
       }
       const { receipt, ...body } = result
       yield* printResult(body, options.json)

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { crc32, deflateSync } from "node:zlib"
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader } from "@x402/core/http"
+import type { PaymentRequirements } from "@x402/core/types"
 import sharp from "sharp"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -239,7 +240,7 @@ describe("morsel analyze", () => {
           res.end(JSON.stringify({ request_id: crypto.randomUUID(), dish_name: "Rice", items: [], totals: { kcal: 0, protein_g: 0, carbs_g: 0, fat_g: 0 }, estimated_total_grams: 0, estimate: true, model: "greedy" }))
           return
         }
-        const accepts = [
+        const accepts: Array<PaymentRequirements> = [
           {
             scheme: "exact",
             network: "eip155:8453",
@@ -273,4 +274,45 @@ describe("morsel analyze", () => {
       await new Promise((resolve) => greedy.close(resolve))
     }
   }, 120_000)
+
+  it("a paid answer lost to a dropped connection: the same command run again replays the saved result and pays once", async () => {
+    const photo = join(folder, "stew.jpg")
+    await noise(400, 300).jpeg().toFile(photo)
+    const wallet = generatePrivateKey()
+    const address = privateKeyToAccount(wallet).address
+    // In front of the sandbox: the first paid analysis reaches it and is answered there, then its connection drops.
+    let dropped: { readonly status: number; readonly requestId: string } | undefined
+    const dropping = createServer(async (req, res) => {
+      const chunks: Array<Buffer> = []
+      for await (const chunk of req) chunks.push(chunk as Buffer)
+      const body = Buffer.concat(chunks)
+      const headers = Object.fromEntries(Object.entries(req.headers).filter((entry): entry is [string, string] => typeof entry[1] === "string" && entry[0] !== "host"))
+      const answer = await fetch(`${sandbox.url}${req.url}`, { method: req.method ?? "GET", headers, ...(body.length > 0 ? { body } : {}) })
+      const text = await answer.text()
+      if (dropped === undefined && req.url === "/v1/analyze" && req.headers["payment-signature"] !== undefined) {
+        dropped = { status: answer.status, requestId: String((JSON.parse(text) as { request_id?: string }).request_id) }
+        req.socket.destroy()
+        return
+      }
+      res.writeHead(answer.status, Object.fromEntries(answer.headers))
+      res.end(text)
+    })
+    const port = await freePort()
+    await new Promise<void>((resolve) => dropping.listen(port, "127.0.0.1", resolve))
+    try {
+      const command = ["analyze", photo, "--base-url", `http://127.0.0.1:${port}`, "--wallet-key", wallet, "--json"]
+      const lost = await morsel(command)
+      expect(lost.code).toBe(1)
+      expect(dropped?.status).toBe(200)
+      // The server was paid for the lost answer.
+      expect(await units(address)).toBe(100_000_000n - 10_000n)
+
+      const again = await morsel(command)
+      expect(again.code, again.stderr).toBe(0)
+      expect(JSON.parse(again.stdout)).toMatchObject({ request_id: dropped?.requestId })
+      expect(await units(address)).toBe(100_000_000n - 10_000n)
+    } finally {
+      await new Promise((resolve) => dropping.close(resolve))
+    }
+  }, 180_000)
 })
