@@ -315,4 +315,36 @@ describe("morsel analyze", () => {
       await new Promise((resolve) => dropping.close(resolve))
     }
   }, 180_000)
+
+  it("a saved result expired (410): the run steps to the next key of its chain, and a rerun walks the same chain", async () => {
+    const photo = join(folder, "toast.jpg")
+    await noise(200, 150).jpeg().toFile(photo)
+    // A server whose first key's result has expired: 410 for it, a result for any other key.
+    const keys: Array<string> = []
+    const expiring = createServer((req, res) => {
+      req.resume()
+      req.on("end", () => {
+        const key = String(req.headers["idempotency-key"])
+        keys.push(key)
+        const expired = key === keys[0]
+        res.writeHead(expired ? 410 : 200, { "content-type": "application/json" })
+        res.end(JSON.stringify(expired ? { error: { code: "result_expired", message: "the 24-hour result recovery window has passed" } } : { request_id: `result-of-${key}`, items: [], totals: { kcal: 0, protein_g: 0, carbs_g: 0, fat_g: 0 } }))
+      })
+    })
+    const port = await freePort()
+    await new Promise<void>((resolve) => expiring.listen(port, "127.0.0.1", resolve))
+    try {
+      const command = ["analyze", photo, "--base-url", `http://127.0.0.1:${port}`, "--key", `morsel_test_${"ab".repeat(32)}`, "--json"]
+      const first = await morsel(command)
+      const second = await morsel(command)
+      expect(first.code, first.stderr).toBe(0)
+      expect(second.stdout).toBe(first.stdout)
+      expect(keys).toHaveLength(4)
+      expect(keys[0]).not.toBe(keys[1])
+      expect(keys.slice(2)).toEqual(keys.slice(0, 2))
+      expect(JSON.parse(first.stdout)).toMatchObject({ request_id: `result-of-${keys[1]}` })
+    } finally {
+      await new Promise((resolve) => expiring.close(resolve))
+    }
+  }, 180_000)
 })
