@@ -22,6 +22,8 @@ export const DRAIN_BYTES = 64 * 1024 * 1024
 export const readBody = (request: IncomingMessage, maxBytes: number): Promise<ReadBody> =>
   new Promise((resolve) => {
     if (Number(request.headers["content-length"]) > DRAIN_BYTES) return resolve("too_large")
+    // A body already read to its end has nothing more to give: waiting for its end would wait forever.
+    if (request.readableEnded) return resolve("cut")
     const chunks: Array<Buffer> = []
     let bytes = 0
     const finish = (body: ReadBody) => {

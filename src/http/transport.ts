@@ -46,8 +46,16 @@ export const errorResponse = (error: TransportError) =>
 export const isJson = (contentType: string | undefined) =>
   contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/json"
 
-/** Paths whose bodies are read by a transport of their own (the MCP SDK streams them). */
-const streamsOwnBody = (url: string) => url === "/mcp" || url.startsWith("/mcp?")
+/**
+ * Whether a URL reaches the tool interface, whose route reads its body itself. Asked of a router made with the
+ * service router's own settings, so every spelling the router sends there (`/mcp/`, `/mcp//`, `/MCP`, `/mcp?x`)
+ * is left unread here too: a body read twice would leave that route waiting for bytes that never come.
+ */
+const toolInterfaceMatcher = (config: Partial<HttpLayerRouter.FindMyWay.RouterConfig>) => {
+  const router = HttpLayerRouter.FindMyWay.make<true>(config)
+  router.all("/mcp", true)
+  return (url: string) => router.find("POST", url) !== undefined
+}
 
 /** The sandbox's own pages post browser forms to the service. */
 const isSandboxPage = (url: string) => url.startsWith("/sandbox/")
@@ -103,7 +111,8 @@ const withBody = (request: HttpServerRequest.HttpServerRequest, parse: () => unk
  * the answer that refuses it.
  */
 const guardBody = (
-  request: HttpServerRequest.HttpServerRequest
+  request: HttpServerRequest.HttpServerRequest,
+  streamsOwnBody: (url: string) => boolean
 ): Effect.Effect<Either.Either<HttpServerResponse.HttpServerResponse, HttpServerRequest.HttpServerRequest>> =>
   Effect.gen(function* () {
     const declared = Number(request.headers["content-length"] ?? "0")
@@ -213,6 +222,7 @@ export const TransportGuard = HttpLayerRouter.middleware(
   Effect.gen(function* () {
     const settings = yield* AppConfig
     const trusted = new Set([...settings.trustedOrigins, new URL(settings.publicBaseUrl).origin])
+    const streamsOwnBody = toolInterfaceMatcher(yield* HttpLayerRouter.RouterConfig)
     return (app) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
@@ -233,7 +243,7 @@ export const TransportGuard = HttpLayerRouter.middleware(
             })
           )
         }
-        const guarded = request.method === "POST" ? yield* guardBody(request) : Either.left(request)
+        const guarded = request.method === "POST" ? yield* guardBody(request, streamsOwnBody) : Either.left(request)
         if (Either.isRight(guarded)) return guarded.right.pipe(HttpServerResponse.setHeaders(cors))
         const routed = guarded.left === request ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, guarded.left)
         const response = yield* routed.pipe(
