@@ -2,7 +2,7 @@
 import { IncomingMessage } from "node:http"
 import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlError } from "@effect/sql"
-import { Cause, Effect, Either, Option, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { storageUnavailable } from "../db/storage.ts"
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, tooDeep } from "../domain/bodies.ts"
@@ -92,6 +92,17 @@ export const readWhole = (request: HttpServerRequest.HttpServerRequest): Effect.
   return source instanceof IncomingMessage
     ? Effect.promise(() => readBody(source, MAX_BODY_BYTES))
     : request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)), Effect.orElseSucceed(() => "too_large" as const))
+}
+
+/**
+ * Reads and drops what is left of a body no one read (a refusal given before reading it, a route that ignores it),
+ * up to DRAIN_BYTES. An answer sent while the body is still arriving, on a connection that then closes (the
+ * client asked for that, or the server is stopping), is lost to a reset: the client sees ECONNRESET, not the answer.
+ */
+const readRest = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void> => {
+  const source = request.source
+  const hasBody = Number(request.headers["content-length"] ?? "0") > 0 || request.headers["transfer-encoding"] !== undefined
+  return source instanceof IncomingMessage && hasBody && !source.readableEnded ? Effect.promise(() => readBody(source, 0)) : Effect.void
 }
 
 /**
@@ -223,9 +234,15 @@ export const TransportGuard = HttpLayerRouter.middleware(
     const settings = yield* AppConfig
     const trusted = new Set([...settings.trustedOrigins, new URL(settings.publicBaseUrl).origin])
     const streamsOwnBody = toolInterfaceMatcher(yield* HttpLayerRouter.RouterConfig)
-    return (app) =>
+    const guard = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
+        // Whatever the answer, the body is read to its end first (within DRAIN_BYTES), so that the client reads it.
+        return yield* Effect.onExit(guarded(app, request), (exit) => (Exit.isInterrupted(exit) ? Effect.void : readRest(request)))
+      })
+
+    const guarded = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function* () {
         const origin = request.headers["origin"]
         if (origin !== undefined && !trusted.has(origin) && !isOwnLoopbackOrigin(origin, request.headers["host"])) {
           return errorResponse(
@@ -259,6 +276,7 @@ export const TransportGuard = HttpLayerRouter.middleware(
         const answered = response.status === 500 && response.body._tag === "Empty" ? internalError : normaliseDecodeError(response)
         return answered.pipe(HttpServerResponse.setHeaders(cors))
       })
+    return guard
   }),
   { global: true }
 )
