@@ -125,7 +125,8 @@ export const McpRoute = HttpLayerRouter.use((router) =>
           const allowed = yield* Effect.either(requests.mayFetch(credential, others.right.idempotency_key))
           if (Either.isLeft(allowed)) return failed(allowed.left)
         }
-        const downloaded = yield* Effect.either(fetching(withDownloadedImage(args, settings.mcpFiles)))
+        // Only a download takes one of the instance's places: a photo in base64 never waits for one.
+        const downloaded = yield* Effect.either(hasImageFile(args) ? fetching(withDownloadedImage(args, settings.mcpFiles)) : Effect.succeed(args))
         if (Either.isLeft(downloaded)) return failed(downloaded.left)
         const input = decodeInput(downloaded.right)
         if (Either.isLeft(input)) return failed(input.left)

@@ -84,7 +84,8 @@ const sendSlowly = (url: string, head: string, body: Buffer, pieces = 8, pauseMs
       if (socket.destroyed) return
       if (at >= body.length) {
         sent = true
-        return done()
+        done()
+        return
       }
       socket.write(body.subarray(at, at + size))
       setTimeout(() => next(at + size), pauseMs)

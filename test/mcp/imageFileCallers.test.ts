@@ -65,7 +65,9 @@ const startPhotoServer = Effect.acquireRelease(
             served: () => served,
             held: () => waiting.length,
             // Not a photo: the held calls end in a refusal of their own, with no model call and nothing charged.
-            release: () => waiting.splice(0).forEach((response) => response.writeHead(200).end("not a photo")),
+            release: () => {
+              for (const response of waiting.splice(0)) response.writeHead(200).end("not a photo")
+            },
             caPath: cert
           },
           close: () =>
@@ -213,12 +215,16 @@ describe("who has a file fetched", () => {
         const beyond = yield* analyzeFood(paying, { image_file: fileRef(`${photos.base}/photo.jpg`), idempotency_key: idem() })
         expect(toolErrorCode(beyond)).toBe("capacity_limited")
         expect(photos.served() - start).toBe(MAX_CONCURRENT_DOWNLOADS)
+        // A photo in base64 takes no download's place: it is analysed meanwhile.
+        model.enqueue(Reply.answer(chickenRice))
+        const inline = yield* analyzeFood(paying, { image_base64: photo.base64, mime_type: "image/jpeg", idempotency_key: idem() })
+        expect([inline.isError ?? false, toolErrorCode(inline)]).toEqual([false, undefined])
         photos.release()
         const ended = yield* held.await
         expect(ended._tag).toBe("Success")
         if (ended._tag === "Success") expect(ended.value.map(toolErrorCode)).toEqual(Array(MAX_CONCURRENT_DOWNLOADS).fill("unsupported_image"))
-        expect(model.requests.length).toBe(before)
-        expect(yield* balanceOf(url, funded)).toBe(499)
+        expect(model.requests.length - before).toBe(1)
+        expect(yield* balanceOf(url, funded)).toBe(498)
       }), 240_000)
   })
 })
