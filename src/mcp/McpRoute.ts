@@ -14,7 +14,7 @@ import { isJson, readWhole } from "../http/transport.ts"
 import { callFoodTool, FOOD_TOOLS, foodToolDefinitions } from "../foods/mcp.ts"
 import { SERVICE_VERSION } from "../version.ts"
 import { APP_MIME_TYPE, APP_URI, appHtml } from "./app.ts"
-import { hasImageFile, withDownloadedImage, withPhotoNotFetched } from "./files/imageFile.ts"
+import { downloadGate, hasImageFile, withDownloadedImage, withPhotoNotFetched } from "./files/imageFile.ts"
 import { decodeInput, errorResult, ICON_SVG, ICONS, paymentOf, successResult, TOOL_NAME, toolChallenge, toolDefinition } from "./tool.ts"
 
 export const MCP_PATH = "/mcp"
@@ -96,6 +96,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     const clientAddress = makeClientAddress(settings.trustedProxies)
     const forTool = toolChallenge(settings.publicBaseUrl + MCP_PATH)
     const failed = (failure: AnalyzeError) => errorResult(failure, forTool)
+    const fetching = downloadGate()
     const cards = yield* Effect.serviceOption(Processor)
     const serverInstructions = instructions(settings, Option.exists(cards, (processor) => processor.enabled))
     const foodContext = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof callFoodTool>>>()
@@ -116,14 +117,16 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     ) =>
       Effect.gen(function* () {
         const credential = credentialOf(from.authorization, paymentOf(meta), from.client)
-        // A call that brings no way to pay is answered with the challenge before its file is fetched (once its other
-        // arguments hold): nobody who cannot pay makes this server download anything.
-        if (hasImageFile(args) && Either.isRight(credential) && credential.right._tag === "None") {
+        // A file is fetched only for a caller who could pay (a key with a credit left, a payment the chain would take,
+        // a retry of its own request), once its other arguments hold: nobody else makes this server download anything.
+        if (hasImageFile(args)) {
           const others = yield* Effect.either(Effect.flatMap(withPhotoNotFetched(args), (stand) => decodeInput(stand)))
           if (Either.isLeft(others)) return failed(others.left)
-          return yield* Effect.catchAll(requests.unfunded, (refused) => Effect.succeed(failed(refused)))
+          const allowed = yield* Effect.either(requests.mayFetch(credential, others.right.idempotency_key))
+          if (Either.isLeft(allowed)) return failed(allowed.left)
         }
-        const downloaded = yield* Effect.either(withDownloadedImage(args, settings.mcpFiles))
+        // Only a download takes one of the instance's places: a photo in base64 never waits for one.
+        const downloaded = yield* Effect.either(hasImageFile(args) ? fetching(withDownloadedImage(args, settings.mcpFiles)) : Effect.succeed(args))
         if (Either.isLeft(downloaded)) return failed(downloaded.left)
         const input = decodeInput(downloaded.right)
         if (Either.isLeft(input)) return failed(input.left)
