@@ -10,6 +10,8 @@ import { FoodDb, type FoodReader } from "./FoodDb.ts"
 import type { Nutrition } from "../domain/schemas.ts"
 import { type FoodPortion, type FoodRecord, type MoreNutrient, type MoreNutrients, UNKNOWN_NUTRIENTS } from "./records.ts"
 import type { Food, FoodNutrition, NutritionItem, NutritionItemRequest, NutritionRequest, NutritionResult } from "./schemas.ts"
+import { mealNutritionOf } from "./words/answer.ts"
+import { spelledRow } from "./words/grams.ts"
 
 const moreOf = (record: FoodRecord): MoreNutrients => record.more ?? UNKNOWN_NUTRIENTS
 
@@ -76,11 +78,14 @@ export const lookupFood = (fdcId: string): Effect.Effect<Food, NotFound, FoodDb>
     Effect.flatMap(foods.food(fdcId), Option.match({ onNone: () => Effect.fail(notFound(fdcId)), onSome: (r) => Effect.succeed(foodOf(r)) }))
   )
 
-/** The first portion row whose unit is the given one, case-blind, on the whole unit or its first word. */
+/**
+ * The first portion row whose unit is the given one, case-blind, on the whole unit or its first word; else as the unit
+ * is spelt otherwise ("tbsp" for "tablespoon", "slices" for "slice").
+ */
 export const portionRow = (portions: ReadonlyArray<FoodPortion>, unit: string): FoodPortion | undefined => {
   const wanted = unit.trim().toLowerCase()
   const firstWord = (u: string) => u.trim().toLowerCase().split(/[\s,]+/)[0] ?? ""
-  return portions.find((p) => p.unit.trim().toLowerCase() === wanted) ?? portions.find((p) => firstWord(p.unit) === wanted)
+  return portions.find((p) => p.unit.trim().toLowerCase() === wanted) ?? portions.find((p) => firstWord(p.unit) === wanted) ?? spelledRow(portions, unit)
 }
 
 const unitRefused = (index: number, record: FoodRecord, unit: string) => {
@@ -104,12 +109,23 @@ const itemOf = (index: number, request: NutritionItemRequest, record: FoodRecord
     grams = Math.max(0.01, roundGrams((request.portion.amount * row.grams) / row.amount))
     portion = { amount: request.portion.amount, unit: row.unit, grams }
   }
-  const g = grams ?? 0
+  return itemFor(record, grams ?? 0, { name: request.name ?? record.description, query: request.query ?? record.description }, portion)
+}
+
+/** A matched item of `grams` of a record; a meal in words adds the words it was read from and how its grams were found. */
+export const itemFor = (
+  record: FoodRecord,
+  g: number,
+  words: { readonly name: string; readonly query: string; readonly text?: string; readonly grams_basis?: NutritionItem["grams_basis"] },
+  portion?: NutritionItem["portion"]
+): NutritionItem => {
   const per100g = roundNutrition(record.per100g)
   return {
-    name: request.name ?? record.description,
-    query: request.query ?? record.description,
+    name: words.name,
+    query: words.query,
+    ...(words.text === undefined ? {} : { text: words.text }),
     grams: g,
+    ...(words.grams_basis === undefined ? {} : { grams_basis: words.grams_basis }),
     ...(portion === undefined ? {} : { portion }),
     nutrition_source: "usda" as const,
     fdc_id: record.sourceId,
@@ -165,9 +181,10 @@ export const nutritionOf = (request: NutritionRequest): Effect.Effect<NutritionR
     const foods = yield* FoodDb
     // The index is read once for every item: each is matched and priced at once, without an effect of its own.
     const read = yield* foods.reader
+    if (request.text !== undefined) return yield* mealNutritionOf(read, request.text, foods.matcherVersion)
     const items: Array<NutritionItem> = []
     const unmatched: Array<NutritionResult["unmatched"][number]> = []
-    for (const [index, item] of request.items.entries()) {
+    for (const [index, item] of (request.items ?? []).entries()) {
       const record = item.fdc_id !== undefined ? read.food(item.fdc_id) : read.named(item.query ?? "")
       if (record === undefined) {
         if (item.fdc_id !== undefined) return yield* Effect.fail(notFound(item.fdc_id))

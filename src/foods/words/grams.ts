@@ -5,7 +5,7 @@
  */
 import type { FoodPortion, FoodRecord } from "../records.ts"
 import type { ReadFood } from "./read.ts"
-import { CUP_ML, FL_OZ_ML, SERVING_WORDS, SIZES, singular, TBSP_ML, TSP_ML, type Unit } from "./units.ts"
+import { CUP_ML, FL_OZ_ML, measureOf, SERVING_WORDS, SIZES, singular, TBSP_ML, TSP_ML, type Unit } from "./units.ts"
 
 export type GramsBasis = "stated" | "portion" | "typical"
 
@@ -216,4 +216,19 @@ const gramsOfUnit = (record: FoodRecord, query: string, amount: number, unit: Un
       return `${record.description} has no portion "${unit.name}"${units.length === 0 ? "; give grams" : `; its units: ${units.map((u) => JSON.stringify(u)).join(", ")}`}`
     }
   }
+}
+
+/**
+ * A portion row for a unit as a caller spells it, where the row's own spelling differs: the singular ("slices" is
+ * "slice"), a measuring unit by any of its spellings ("tbsp" is "tablespoon", "Tbsp." "tbsp", "fl oz" "fl oz").
+ */
+export const spelledRow = (portions: ReadonlyArray<FoodPortion>, unit: string): FoodPortion | undefined => {
+  const words = unit.trim().toLowerCase().replace(/\.(?=\s|$)/g, "").split(/[\s,]+/)
+  const first = words[0] ?? ""
+  const measure = measureOf(unit.trim().replace(/\.$/, ""), words.length > 1 && /^fl(?:uid)?$/.test(first) ? "floz" : first)
+  if (measure?.kind === "volume") {
+    const row = portions.find((p) => usable(p) && mlOfRow(p) === measure.ml)
+    if (row !== undefined) return row
+  }
+  return rowNamed(portions, singular(first), false)
 }

@@ -71,23 +71,28 @@ const recordFor = (index: MealIndex, food: ReadFood): { readonly record: FoodRec
   return { record: withRow ?? candidates[0], others: candidates }
 }
 
+/** A food read, priced: its record and grams, or its suggestions (the searches counted against `budget`). */
+export const pricedFood = (index: MealIndex, food: ReadFood, i: number, budget: { left: number }): MealFood => {
+  const { record } = recordFor(index, food)
+  if (record !== undefined) {
+    const grams = gramsOf(record, food)
+    if (typeof grams !== "string") return { index: i, food, record, grams: grams.grams, basis: grams.basis, ...(grams.portion === undefined ? {} : { portion: grams.portion }) }
+  }
+  return { index: i, food, suggestions: suggestionsOf(index, food.query, budget) }
+}
+
+/** The foods of a text; stops reading after `max` + 1 foods (the caller refuses more). */
+export const readFoods = (text: string, max: number): ReadonlyArray<ReadFood> => readMeal(text, max)
+
 export interface MealRead {
   readonly foods: ReadonlyArray<ReadFood>
   readonly priced: ReadonlyArray<MealFood>
 }
 
-/** The foods of a text, each priced or unmatched; stops reading after `max` + 1 foods (the caller refuses more). */
+/** The foods of a text, each priced or unmatched, at once (tools and tests; the API prices them in turns). */
 export const mealOf = (index: MealIndex, text: string, max: number): MealRead => {
-  const foods = readMeal(text, max)
+  const foods = readFoods(text, max)
   if (foods.length > max) return { foods, priced: [] }
   const budget = { left: SUGGESTION_SEARCHES }
-  const priced = foods.map((food, i): MealFood => {
-    const { record } = recordFor(index, food)
-    if (record !== undefined) {
-      const grams = gramsOf(record, food)
-      if (typeof grams !== "string") return { index: i, food, record, grams: grams.grams, basis: grams.basis, ...(grams.portion === undefined ? {} : { portion: grams.portion }) }
-    }
-    return { index: i, food, suggestions: suggestionsOf(index, food.query, budget) }
-  })
-  return { foods, priced }
+  return { foods, priced: foods.map((food, i) => pricedFood(index, food, i, budget)) }
 }

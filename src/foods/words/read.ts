@@ -174,7 +174,7 @@ const skipOf = (tokens: ReadonlyArray<Token>, at: number) => {
 }
 
 /** An amount written after the food ("rice 150g", "eggs x2", "coffee (2 cups)"): where it starts, or undefined. */
-const trailingAmount = (tokens: ReadonlyArray<Token>, from: number, end: number): (Found & { readonly start: number }) | undefined => {
+const trailingAmount = (tokens: ReadonlyArray<Token>, from: number, end: number): (Found & { readonly start: number; readonly next: number }) | undefined => {
   for (let k = Math.max(from + 1, end - 5); k < end; k++) {
     const t = tokens[k]
     if (t === undefined || (t.kind !== "number" && !(t.kind === "word" && t.word === "x"))) continue
