@@ -1,12 +1,12 @@
 // CONTRACT "A meal in words", measured: meals as people write them (test/foods/meals/), read into foods and priced on
 // the shipped SR28 copy, against the foods and grams a dietitian reads in them. Tuned on one half, reported on the other.
 import { describe, expect, it } from "@effect/vitest"
-import { buildIndex } from "../../src/foods/matcher.ts"
+import { Effect } from "effect"
+import { FoodDbMemory } from "../../src/foods/FoodDbLive.ts"
+import { nutritionOf } from "../../src/foods/nutrition.ts"
 import type { FoodRecord } from "../../src/foods/records.ts"
-import { searchIn, trustedIn } from "../../src/foods/search.ts"
 import { shippedFoods } from "../../src/foods/shipped.ts"
-import { mealOf } from "../../src/foods/words/meal.ts"
-import { describeFigures, describeOutcome, figuresOf, type MealAnswer, outcomeOf } from "./meals/evaluate.ts"
+import { describeFigures, describeOutcome, figuresOf, type MealAnswer, type MealOutcome, outcomeOf } from "./meals/evaluate.ts"
 import { readMeals, readPortions } from "./meals/mealSet.ts"
 
 /** The figures of the report half must not fall below these (set a little below what was measured). */
@@ -18,23 +18,19 @@ describe("meals in words on the shipped SR28 copy", () => {
   const portions = readPortions()
   const tune = readMeals("tune", portions)
   const report = readMeals("report", portions)
-  const index = buildIndex(records)
+  const foods = FoodDbMemory(records)
 
-  const answerOf = (text: string): MealAnswer => {
-    const read = mealOf({ trusted: (t, limit) => trustedIn(index, t, limit), search: (t, limit) => searchIn(index, t, limit) }, text, 20)
-    const items: Array<MealAnswer["items"][number]> = []
-    const unmatched: Array<MealAnswer["unmatched"][number]> = []
-    let kcal = 0
-    let carbs = 0
-    for (const food of read.priced) {
-      if ("record" in food) {
-        items.push({ text: food.food.text, query: food.food.query, matched_name: food.record.description, grams: food.grams })
-        kcal += (food.record.per100g.kcal * food.grams) / 100
-        carbs += (food.record.per100g.carbs_g * food.grams) / 100
-      } else unmatched.push({ query: food.food.query })
-    }
-    return { items, unmatched, complete: unmatched.length === 0, totals: { kcal, carbs_g: carbs } }
-  }
+  /** Each meal's words sent as the body of POST /v1/nutrition is decoded: `{ text }`; a refusal is kept as its message. */
+  const outcomesOf = (meals: typeof tune): ReadonlyArray<MealOutcome> =>
+    Effect.runSync(
+      Effect.forEach(meals, (meal) =>
+        nutritionOf({ text: meal.text }).pipe(
+          Effect.map((answer): MealAnswer | string => answer),
+          Effect.catchAll((refused) => Effect.succeed(refused.error.message)),
+          Effect.map((answer) => outcomeOf(meal, byId, answer))
+        )
+      ).pipe(Effect.provide(foods))
+    )
 
   it("holds at least 300 meals with SR28 records, in two halves that share no words", () => {
     for (const meal of [...tune, ...report]) {
@@ -49,8 +45,8 @@ describe("meals in words on the shipped SR28 copy", () => {
   })
 
   it("prices the report half's meals within its floors", () => {
-    const tuned = tune.map((meal) => outcomeOf(meal, byId, answerOf(meal.text)))
-    const reported = report.map((meal) => outcomeOf(meal, byId, answerOf(meal.text)))
+    const tuned = outcomesOf(tune)
+    const reported = outcomesOf(report)
     const t = figuresOf(tuned)
     const r = figuresOf(reported)
     console.log(`${describeFigures("tune", t)}\n${describeFigures("report", r)}`)
