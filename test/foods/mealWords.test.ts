@@ -9,8 +9,11 @@ import { shippedFoods } from "../../src/foods/shipped.ts"
 import { describeFigures, describeOutcome, figuresOf, type MealAnswer, type MealOutcome, outcomeOf } from "./meals/evaluate.ts"
 import { readMeals, readPortions } from "./meals/mealSet.ts"
 
-/** The figures of the report half must not fall below these (set a little below what was measured). */
-const REPORT_FLOORS = { kcalShare: 1, carbsShare: 1, readWholeShare: 0, carbsWithinShare: 0 }
+/**
+ * The report half must do no worse than this: a little below what it measured (energy error 69.1 % of the mean,
+ * carbohydrate 70.6 %, read whole 40.4 %, carbohydrate within ±7.5 g 35.0 %), so that a regression fails.
+ */
+const REPORT_FLOORS = { kcalShare: 0.72, carbsShare: 0.74, readWholeShare: 0.38, carbsWithinShare: 0.33 }
 
 describe("meals in words on the shipped SR28 copy", () => {
   const records = shippedFoods()

@@ -3,6 +3,7 @@
  * against the truth, whether every food was read (complete, and as many foods as the words name), and whether the
  * carbohydrates land within ±7.5 g, the margin a person dosing insulin by carbohydrate counting works to.
  */
+import { medianOf } from "../../../src/foods/generic.ts"
 import type { FoodRecord } from "../../../src/foods/records.ts"
 import { type Meal, type Truth, truthOf } from "./mealSet.ts"
 
@@ -39,6 +40,9 @@ export interface MealFigures {
   /** Mean signed error (answer − truth) as a share of the mean: below 0, the reading prices meals too low. */
   readonly kcalBias: number
   readonly carbsBias: number
+  /** The median absolute error per meal: what a typical meal is off by, outliers aside. */
+  readonly kcalMedian: number
+  readonly carbsMedian: number
   readonly readWholeShare: number
   readonly carbsWithinShare: number
   readonly refused: number
@@ -69,6 +73,8 @@ export const figuresOf = (outcomes: ReadonlyArray<MealOutcome>): MealFigures => 
     carbsShare: carbsMae / meanCarbs,
     kcalBias: sum((o) => o.kcal - o.truth.kcal) / n / meanKcal,
     carbsBias: sum((o) => o.carbs - o.truth.carbs) / n / meanCarbs,
+    kcalMedian: medianOf(outcomes.map((o) => Math.abs(o.kcal - o.truth.kcal))),
+    carbsMedian: medianOf(outcomes.map((o) => Math.abs(o.carbs - o.truth.carbs))),
     readWholeShare: outcomes.filter((o) => o.readWhole).length / n,
     carbsWithinShare: outcomes.filter((o) => Math.abs(o.carbs - o.truth.carbs) <= CARBS_MARGIN_G).length / n,
     refused: outcomes.filter((o) => typeof o.answer === "string").length
@@ -79,8 +85,8 @@ const pct = (share: number) => `${(100 * share).toFixed(1)} %`
 
 export const describeFigures = (label: string, f: MealFigures) =>
   `${label}: ${f.meals} meals (mean ${f.meanKcal.toFixed(0)} kcal, ${f.meanCarbs.toFixed(1)} g carbohydrate): ` +
-  `energy error ${f.kcalMae.toFixed(0)} kcal a meal (${pct(f.kcalShare)} of the mean, bias ${pct(f.kcalBias)}), ` +
-  `carbohydrate error ${f.carbsMae.toFixed(1)} g (${pct(f.carbsShare)}, bias ${pct(f.carbsBias)}); ` +
+  `energy error ${f.kcalMae.toFixed(0)} kcal a meal (${pct(f.kcalShare)} of the mean, bias ${pct(f.kcalBias)}, median ${f.kcalMedian.toFixed(0)} kcal), ` +
+  `carbohydrate error ${f.carbsMae.toFixed(1)} g (${pct(f.carbsShare)}, bias ${pct(f.carbsBias)}, median ${f.carbsMedian.toFixed(1)} g); ` +
   `read whole ${pct(f.readWholeShare)}, carbohydrate within ±${CARBS_MARGIN_G} g ${pct(f.carbsWithinShare)}` +
   (f.refused > 0 ? `, refused ${f.refused}` : "")
 
