@@ -11,7 +11,7 @@ import { readMeals, readPortions } from "./meals/mealSet.ts"
 
 /**
  * The report half must do no worse than this: a little below what it measured (energy error 69.1 % of the mean,
- * carbohydrate 70.6 %, read whole 40.4 %, carbohydrate within ±7.5 g 35.0 %), so that a regression fails.
+ * carbohydrate 70.6 %, read whole 41.0 %, carbohydrate within ±7.5 g 35.0 %), so that a regression fails.
  */
 const REPORT_FLOORS = { kcalShare: 0.72, carbsShare: 0.74, readWholeShare: 0.38, carbsWithinShare: 0.33 }
 
@@ -58,5 +58,6 @@ describe("meals in words on the shipped SR28 copy", () => {
     expect(r.carbsShare).toBeLessThanOrEqual(REPORT_FLOORS.carbsShare)
     expect(r.readWholeShare).toBeGreaterThanOrEqual(REPORT_FLOORS.readWholeShare)
     expect(r.carbsWithinShare).toBeGreaterThanOrEqual(REPORT_FLOORS.carbsWithinShare)
-  })
+    // 377 meals of first-seen words: about 10 s on an idle machine, three times that with every core busy.
+  }, 120_000)
 })
