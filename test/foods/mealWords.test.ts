@@ -24,8 +24,8 @@ describe("meals in words on the shipped SR28 copy", () => {
   const foods = FoodDbMemory(records)
 
   /** Each meal's words sent as the body of POST /v1/nutrition is decoded: `{ text }`; a refusal is kept as its message. */
-  const outcomesOf = (meals: typeof tune): ReadonlyArray<MealOutcome> =>
-    Effect.runSync(
+  const outcomesOf = (meals: typeof tune): Promise<ReadonlyArray<MealOutcome>> =>
+    Effect.runPromise(
       Effect.forEach(meals, (meal) =>
         nutritionOf({ text: meal.text }).pipe(
           Effect.map((answer): MealAnswer | string => answer),
@@ -47,9 +47,9 @@ describe("meals in words on the shipped SR28 copy", () => {
     expect(Math.min(tune.length, report.length)).toBeGreaterThanOrEqual(150)
   })
 
-  it("prices the report half's meals within its floors", () => {
-    const tuned = outcomesOf(tune)
-    const reported = outcomesOf(report)
+  it("prices the report half's meals within its floors", async () => {
+    const tuned = await outcomesOf(tune)
+    const reported = await outcomesOf(report)
     const t = figuresOf(tuned)
     const r = figuresOf(reported)
     console.log(`${describeFigures("tune", t)}\n${describeFigures("report", r)}`)
