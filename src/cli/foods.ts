@@ -5,6 +5,7 @@ import type { NutritionItem } from "../client/types.ts"
 import { FoodList, NutritionResult } from "../foods/schemas.ts"
 import { type Column, table } from "../terminal.ts"
 import { baseUrlOption, CliFailure, clientOf, jsonOption, keyOf, keyOption, reportFailure, use } from "./client.ts"
+import { mealInWords } from "./meal.ts"
 import { clip, MEAL_COLUMNS, printJson } from "./output.ts"
 
 const n1 = (x: number | null) => (x === null ? "–" : x.toFixed(1))
@@ -73,14 +74,18 @@ export const parseFoodAmount = (arg: string): Option.Option<NutritionItem> => {
 
 export const nutrition = Command.make(
   "nutrition",
-  { baseUrl: baseUrlOption, key: keyOption, json: jsonOption, items: Args.text({ name: "food=amount" }).pipe(Args.atLeast(1)) },
+  { baseUrl: baseUrlOption, key: keyOption, json: jsonOption, items: Args.text({ name: "food=amount|meal in words" }).pipe(Args.atLeast(1)) },
   (options) =>
     Effect.gen(function* () {
+      // Arguments without "=" are a meal in words, read by the server: `morsel nutrition "2 eggs and a slice of toast"`.
+      if (options.items.every((arg) => !arg.includes("="))) return yield* mealInWords(foodsClient(options.baseUrl, options.key), options.json, options.items.join(" "))
       const items: Array<NutritionItem> = []
       for (const arg of options.items) {
         const item = parseFoodAmount(arg)
         if (Option.isNone(item)) {
-          return yield* new CliFailure({ message: `"${arg}": write food=grams or food=amount unit, e.g. "rice, white, cooked=150" or "egg=2 large"` })
+          return yield* new CliFailure({
+            message: `"${arg}": write food=grams or food=amount unit ("rice, white, cooked=150" "egg=2 large"), or the whole meal in words without "=" ("2 eggs and a slice of toast")`
+          })
         }
         items.push(item.value)
       }
@@ -110,4 +115,8 @@ export const nutrition = Command.make(
       lines.push(`An estimate (matcher ${r.matcher_version}), not medical or allergen advice.`)
       yield* Console.log(lines.join("\n"))
     }).pipe(reportFailure(options.json))
-).pipe(Command.withDescription('Nutrition of named foods: food=grams or food=amount unit ("rice, white, cooked=150" "egg=2 large"); free'))
+).pipe(
+  Command.withDescription(
+    'Nutrition of named foods, food=grams or food=amount unit ("rice, white, cooked=150" "egg=2 large"), or of a meal in words ("2 eggs and a slice of toast"); free'
+  )
+)

@@ -16,6 +16,7 @@ import type {
   FoodSearch,
   Health,
   Language,
+  MealText,
   NutritionItem,
   NutritionResult,
   OrderContext,
@@ -85,8 +86,11 @@ export interface MorselClient {
   readonly feedback: (feedback: { readonly requestId: string; readonly category: FeedbackCategory; readonly note?: string }) => Promise<FeedbackReceipt>
   readonly searchFoods: (query: string, options?: { readonly limit?: number }) => Promise<FoodSearch>
   readonly food: (fdcId: string) => Promise<Food>
-  readonly nutrition: (items: ReadonlyArray<NutritionItem>, options?: { readonly language?: Language }) => Promise<NutritionResult>
+  /** Nutrition of named foods (`items`), or of a meal in words (`{ text: "2 eggs and a slice of toast" }`). */
+  readonly nutrition: (request: ReadonlyArray<NutritionItem> | MealText, options?: { readonly language?: Language }) => Promise<NutritionResult>
 }
+
+const isMealText = (request: ReadonlyArray<NutritionItem> | MealText): request is MealText => !Array.isArray(request)
 
 /** Random hex from the platform's generator (browsers outside a secure context lack randomUUID, not this). */
 const randomHex = (bytes: number) => Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join("")
@@ -278,11 +282,11 @@ export const createClientWith = (options: ClientOptions, prepare: PhotoPreparer)
         headers: bearer()
       }),
     food: (fdcId) => call<Food>(`/v1/foods/${encodeURIComponent(fdcId)}`, { method: "GET", headers: bearer() }),
-    nutrition: (items, given = {}) =>
+    nutrition: (request, given = {}) =>
       call<NutritionResult>("/v1/nutrition", {
         method: "POST",
         headers: bearer(),
-        body: { items, ...(given.language === undefined ? {} : { language: given.language }) }
+        body: { ...(isMealText(request) ? { text: request.text } : { items: request }), ...(given.language === undefined ? {} : { language: given.language }) }
       })
   }
 }

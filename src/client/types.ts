@@ -154,9 +154,20 @@ export type NutritionItem = ({ readonly query: string; readonly fdc_id?: never }
     readonly name?: string
   }
 
+/** A meal in words for POST /v1/nutrition: what a person wrote, up to 2,000 characters and 20 foods. */
+export interface MealText {
+  readonly text: string
+}
+
+/** How a meal in words gave an item's grams: a weight or measuring unit, a household word/container/count, or no amount. */
+export type GramsBasis = "stated" | "portion" | "typical"
+
 export interface NutritionResultItem {
   readonly name: string
   readonly query: string
+  /** A meal in words: the words this food was read from. */
+  readonly text?: string
+  readonly grams_basis?: GramsBasis
   readonly fdc_id: string
   readonly matched_name: string
   readonly per_100g: FullNutrition
@@ -174,6 +185,8 @@ export interface NutritionResult {
   readonly unmatched: ReadonlyArray<{
     readonly index: number
     readonly query: string
+    /** A meal in words: the words the food was read from. */
+    readonly text?: string
     readonly suggestions: ReadonlyArray<{ readonly fdc_id: string; readonly name: string }>
   }>
   readonly estimate: true

@@ -22,6 +22,8 @@ export interface FoodMatch {
 export interface FoodReader {
   readonly search: (text: string, limit: number) => ReadonlyArray<FoodRecord>
   readonly named: (text: string) => FoodRecord | undefined
+  /** The records the matcher would trust for a text, best first (at most 25); the first is `named`'s. */
+  readonly trusted: (text: string, limit: number) => ReadonlyArray<FoodRecord>
   readonly food: (fdcId: string) => FoodRecord | undefined
 }
 

@@ -8,7 +8,7 @@ import { buildIndexInTurns } from "./foodIndex.ts"
 import { buildIndex, type FoodIndex, MATCHER_VERSION, matchIn } from "./matcher.ts"
 import type { FoodRecord } from "./records.ts"
 import { latestImport, loadRecords } from "./repository.ts"
-import { foodIn, namedIn, searchIn } from "./search.ts"
+import { foodIn, namedIn, searchIn, trustedIn } from "./search.ts"
 import { loadShippedFoods } from "./shipped.ts"
 
 /** How often a running server checks whether another process imported foods (then it reloads its index). */
@@ -25,6 +25,7 @@ export const FoodDbMemory = (records: ReadonlyArray<FoodRecord>) =>
 export const readerOf = (index: FoodIndex): FoodReader => ({
   search: (text, limit) => searchIn(index, text, limit),
   named: (text) => Option.getOrUndefined(namedIn(index, text)),
+  trusted: (text, limit) => trustedIn(index, text, limit),
   food: (fdcId) => Option.getOrUndefined(foodIn(index, fdcId))
 })
 
@@ -36,7 +37,7 @@ const readersOf = (index: Effect.Effect<FoodIndex>) => ({
   reader: Effect.map(index, readerOf)
 })
 
-const NO_FOODS: FoodReader = { search: () => [], named: () => undefined, food: () => undefined }
+const NO_FOODS: FoodReader = { search: () => [], named: () => undefined, trusted: () => [], food: () => undefined }
 
 /** Search, names and lookups of a FoodDb without foods (for test doubles of `match`). */
 export const noFoods = {

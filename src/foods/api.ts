@@ -40,10 +40,11 @@ export class FoodsGroup extends HttpApiGroup.make("foods")
       .addError(NotFound)
       .addError(TooManyRequests)
       .addError(ServiceUnavailable)
-      .annotate(OpenApi.Summary, "Nutrition of named foods (by fdc_id or text; grams or a household portion), per item and in total")
+      .annotate(OpenApi.Summary, "Nutrition of named foods (by fdc_id or text; grams or a household portion), or of a meal in words, per item and in total")
       .annotate(
         OpenApi.Description,
-        `1–20 items. An item nothing matches is never counted as zero: it is listed in unmatched with suggestions, and complete is false. A portion's grams are amount × grams ÷ the row's amount, from the first row whose unit matches (case-blind, whole unit or first word). ${FREE}`
+        `Exactly one of items (1–20) or text. An item nothing matches is never counted as zero: it is listed in unmatched with suggestions, and complete is false. A portion's grams are amount × grams ÷ the row's amount, from the first row whose unit matches (case-blind, whole unit or first word; "tbsp" is "tablespoon", "slices" "slice"). ` +
+          `A meal in words ({"text": "2 eggs, a slice of toast with butter and a latte"}) is read into foods, each with an amount or none: numbers in digits, fractions (1/2, 1 1/2, ½) and words (a, one … twelve, half, a couple of); weights (g, kg, oz 28.35 g, lb) as stated; measuring volumes (ml, l, cup, tbsp, tsp, fl oz) through the food's own volume portion, else 1 g per ml; containers (glass or mug 240 ml, can 355 ml, bottle 500 ml, bowl 355 ml) as the food's portion or that volume; household words (slice, piece, link, large, …) as the food's portion; a count ("2 eggs") as that many pieces (medium where the food has one); no amount as one typical serving. Each item has text (the words read) and grams_basis (stated, portion or typical); a food nothing matches, or whose unit it cannot take, is in unmatched with its text. 400 invalid_request naming text when it is blank, over 2,000 characters or over 20 foods. ${FREE}`
       )
   )
   .annotate(OpenApi.Description, "The local food database for search, corrections of a result and meals described in words: free, limited") {}

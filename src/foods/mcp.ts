@@ -73,9 +73,10 @@ export const foodToolDefinitions: ReadonlyArray<Tool> = [
     title: "Nutrition of named foods",
     icons: ICONS,
     description: [
-      "Nutrition of 1–20 named foods, per item and in total: each item exactly one of query (English food text) or fdc_id, and exactly one of grams (0.01–5000) or portion { amount, unit } (a unit of that food's portions, e.g. 2 \"large\" eggs).",
-      "Use it to correct an analysis (send its items back with changed grams or foods) or to count a meal described in words.",
-      "A text nothing matches is never counted as zero: it is listed in unmatched with suggestions and complete is false. An unknown fdc_id is food_not_found; a unit the food lacks is invalid_request naming the units it has.",
+      "Nutrition of a meal, per food and in total. Send exactly one of text or items.",
+      "text: the user's own words about what they ate, passed as they are (do not split, convert or estimate them yourself), e.g. \"2 eggs, a slice of toast with butter and a latte\"; at most 2,000 characters and 20 foods. Each food read comes back with text (its words), grams and grams_basis: stated (a weight or measuring unit), portion (a household word, container or count) or typical (no amount given: one typical serving; ask the user if it matters).",
+      "items: 1–20 named foods, each exactly one of query (English food text) or fdc_id, and exactly one of grams (0.01–5000) or portion { amount, unit } (a unit of that food's portions, e.g. 2 \"large\" eggs; \"tbsp\" and \"tablespoon\" alike). Use items to correct an analysis (send its items back with changed grams or foods).",
+      "A food nothing matches is never counted as zero: it is listed in unmatched (with its text for a meal in words) and suggestions, and complete is false; offer the suggestions, then send items with the chosen fdc_id. An unknown fdc_id is food_not_found; an item's unit the food lacks is invalid_request naming the units it has.",
       FREE
     ].join(" "),
     inputSchema: schemaOf(NutritionRequest, true),

@@ -10,6 +10,8 @@ import { InvalidRequest, NotFound } from "../domain/errors.ts"
 import { FoodDb, type FoodReader } from "./FoodDb.ts"
 import { type FoodPortion, type FoodRecord, type MoreNutrient, type MoreNutrients, UNKNOWN_NUTRIENTS } from "./records.ts"
 import { type Food, type FoodNutrition, GRAMS_MAX, GRAMS_MIN, type NutritionItem, type NutritionItemRequest, type NutritionRequest, type NutritionResult } from "./schemas.ts"
+import { mealNutritionOf } from "./words/answer.ts"
+import { spelledRow } from "./words/grams.ts"
 
 const moreOf = (record: FoodRecord): MoreNutrients => record.more ?? UNKNOWN_NUTRIENTS
 
@@ -88,11 +90,14 @@ export const lookupFood = (fdcId: string): Effect.Effect<Food, NotFound, FoodDb>
     Effect.flatMap(foods.food(fdcId), Option.match({ onNone: () => Effect.fail(notFound(fdcId)), onSome: (r) => Effect.succeed(foodOf(r)) }))
   )
 
-/** The first portion row whose unit is the given one, case-blind, on the whole unit or its first word. */
+/**
+ * The first portion row whose unit is the given one, case-blind, on the whole unit or its first word; else as the unit
+ * is spelt otherwise ("tbsp" for "tablespoon", "slices" for "slice").
+ */
 export const portionRow = (portions: ReadonlyArray<FoodPortion>, unit: string): FoodPortion | undefined => {
   const wanted = unit.trim().toLowerCase()
   const firstWord = (u: string) => u.trim().toLowerCase().split(/[\s,]+/)[0] ?? ""
-  return portions.find((p) => p.unit.trim().toLowerCase() === wanted) ?? portions.find((p) => firstWord(p.unit) === wanted)
+  return portions.find((p) => p.unit.trim().toLowerCase() === wanted) ?? portions.find((p) => firstWord(p.unit) === wanted) ?? spelledRow(portions, unit)
 }
 
 const unitRefused = (index: number, record: FoodRecord, unit: string) => {
@@ -128,11 +133,23 @@ const itemOf = (index: number, request: NutritionItemRequest, record: FoodRecord
     if (!(grams >= GRAMS_MIN && grams <= GRAMS_MAX)) return portionOutOfBounds(index, request.portion, row)
     portion = { amount: request.portion.amount, unit: row.unit, grams }
   }
+  return itemFor(record, grams, { name: request.name ?? record.description, query: request.query ?? record.description }, portion)
+}
+
+/** A matched item of `grams` of a record; a meal in words adds the words it was read from and how its grams were found. */
+export const itemFor = (
+  record: FoodRecord,
+  grams: number,
+  words: { readonly name: string; readonly query: string; readonly text?: string; readonly grams_basis?: NutritionItem["grams_basis"] },
+  portion?: NutritionItem["portion"]
+): NutritionItem => {
   const per100g = per100gOf(record)
   return {
-    name: request.name ?? record.description,
-    query: request.query ?? record.description,
+    name: words.name,
+    query: words.query,
+    ...(words.text === undefined ? {} : { text: words.text }),
     grams,
+    ...(words.grams_basis === undefined ? {} : { grams_basis: words.grams_basis }),
     ...(portion === undefined ? {} : { portion }),
     nutrition_source: "usda" as const,
     fdc_id: record.sourceId,
@@ -227,9 +244,14 @@ export const nutritionOf = (request: NutritionRequest): Effect.Effect<NutritionR
     // One index for every item of the call, the one of the moment when it began.
     const read = yield* foods.reader
     const pace = paceOf()
+    if (request.text !== undefined) {
+      const meal = yield* mealNutritionOf(read, request.text, foods.matcherVersion, pace.turn)
+      if (!allFinite(meal)) return yield* Effect.dieMessage("a nutrition answer holds a figure that is not a finite number")
+      return meal
+    }
     const items: Array<NutritionItem> = []
     const unmatched: Array<NutritionResult["unmatched"][number]> = []
-    for (const [index, item] of request.items.entries()) {
+    for (const [index, item] of (request.items ?? []).entries()) {
       yield* pace.turn
       const record = item.fdc_id !== undefined ? read.food(item.fdc_id) : read.named(item.query ?? "")
       if (record === undefined) {

@@ -105,19 +105,50 @@ export const NutritionItemRequest = closed({
   .annotations({ identifier: "NutritionItemRequest", description: "Exactly one of query or fdc_id; exactly one of grams or portion" })
 export type NutritionItemRequest = typeof NutritionItemRequest.Type
 
+/** A meal in words: at most 2,000 characters (Unicode code points) and 20 foods. */
+export const NUTRITION_TEXT_MAX = 2000
+export const NUTRITION_TEXT_FOODS_MAX = 20
+
+const codePoints = (text: string) => {
+  let n = 0
+  for (const _ of text) n++
+  return n
+}
+
+const MealText = Schema.String.pipe(
+  Schema.filter((text) => /\S/u.test(text) || "a meal in words of 1 to 2,000 characters is required"),
+  Schema.filter((text) => codePoints(text) <= NUTRITION_TEXT_MAX || "at most 2,000 characters")
+).annotations({
+  description:
+    "A meal as a person writes it, in English, 1–2,000 characters and at most 20 foods: \"2 eggs, a slice of toast with butter and a latte\". Read into foods and amounts (docs/foods.md, \"A meal in words\")",
+  examples: ["2 eggs, a slice of toast with butter and a latte"]
+})
+
 export const NutritionRequest = closed({
-  items: Schema.Array(NutritionItemRequest).pipe(
-    Schema.minItems(1, { message: () => "1 to 20 items" }),
-    Schema.maxItems(NUTRITION_ITEMS_MAX, { message: () => "at most 20 items" })
+  items: Schema.optional(
+    Schema.Array(NutritionItemRequest).pipe(
+      Schema.minItems(1, { message: () => "1 to 20 items" }),
+      Schema.maxItems(NUTRITION_ITEMS_MAX, { message: () => "at most 20 items" })
+    )
   ),
+  text: Schema.optional(MealText),
   language: Schema.optional(Schema.Literal("en", "lt")).annotations({ description: "Language of the answer's words (default en)" })
-}).annotations({ identifier: "NutritionRequest" })
+})
+  .pipe(Schema.filter((body) => (body.items === undefined) === (body.text === undefined) ? { path: ["text"], message: "exactly one of items or text" } : undefined))
+  .annotations({ identifier: "NutritionRequest", description: "Exactly one of items (foods named one by one) or text (a meal in words)" })
 export type NutritionRequest = typeof NutritionRequest.Type
+
+export const GramsBasis = Schema.Literal("stated", "portion", "typical").annotations({
+  description:
+    "How a meal in words gave the grams: stated (a weight or a measuring unit: g, kg, oz, lb, ml, l, fl oz, cup, tbsp, tsp), portion (a household word, container or count), typical (no amount: one typical serving)"
+})
 
 export const NutritionItem = Schema.Struct({
   name: Schema.String,
   query: Schema.String,
+  text: Schema.optional(Schema.String.annotations({ description: "A meal in words: the words this food was read from, exactly as they stand in the text" })),
   grams: Amount,
+  grams_basis: Schema.optional(GramsBasis),
   portion: Schema.optional(Portion.annotations({ description: "The portion as used" })),
   nutrition_source: Schema.Literal("usda"),
   fdc_id: Schema.String,
@@ -128,8 +159,9 @@ export const NutritionItem = Schema.Struct({
 export type NutritionItem = typeof NutritionItem.Type
 
 export const Unmatched = Schema.Struct({
-  index: Schema.Int.annotations({ description: "The item's place in the request, from 0" }),
+  index: Schema.Int.annotations({ description: "The item's place in the request (for a text, the food's place among the foods read), from 0" }),
   query: Schema.String,
+  text: Schema.optional(Schema.String.annotations({ description: "A meal in words: the words the food was read from" })),
   suggestions: Schema.Array(Schema.Struct({ fdc_id: Schema.String, name: Schema.String }))
 }).annotations({ identifier: "Unmatched" })
 

@@ -112,3 +112,10 @@ const searchAfresh = (index: FoodIndex, text: string, limit: number): ReadonlyAr
 /** The record a food typed in words names, judged as an analysis query is but without the model's estimate. */
 export const namedIn = (index: FoodIndex, text: string): Option.Option<FoodRecord> =>
   Option.fromNullable(rank(index, { query: text, guessPer100g: NO_GUESS }, 3, { ignoreGuess: true, everyday: true }).find(isTrusted)?.record)
+
+/** The records the matcher would trust for a text typed in words, best first (at most 25): the first is `namedIn`'s. */
+export const trustedIn = (index: FoodIndex, text: string, limit: number): ReadonlyArray<FoodRecord> =>
+  rank(index, { query: text, guessPer100g: NO_GUESS }, Math.max(3, Math.min(limit, 25)), { ignoreGuess: true, everyday: true })
+    .filter(isTrusted)
+    .slice(0, limit)
+    .map((c) => c.record)

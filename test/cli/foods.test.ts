@@ -53,10 +53,28 @@ describe("morsel foods search and morsel nutrition", () => {
     expect(missing.stdout).toContain("incomplete")
   }, 120_000)
 
+  it("nutrition reads a meal in words (arguments without =): what was read, the grams and where they came from, the foods not read", async () => {
+    const run = await morsel(["nutrition", "2 large eggs, a slice of toast with butter and a latte"])
+    expect(run.code).toBe(0)
+    expect(run.stdout).toMatch(/you wrote\s+food\s+grams\s+from\s+kcal/)
+    expect(run.stdout).toMatch(/^2 large eggs\s+Egg, whole, raw, fresh\s+100\.0\s+2 × large/m)
+    expect(run.stdout).toMatch(/^a slice of toast\s+.*\s+22\.0\s+1 × slice/m)
+    expect(run.stdout).toMatch(/^butter\s+Butter, salted\s+5\.0\s+typical: 1 × pat/m)
+    expect(run.stdout).toMatch(/^total\s+127\.0\s/m)
+    expect(run.stdout).toContain('not counted: "a latte"')
+    expect(run.stdout).toContain("incomplete")
+    // Words split by the shell are one meal too.
+    const words = JSON.parse((await morsel(["nutrition", "1", "tbsp", "olive", "oil", "--json"])).stdout)
+    expect(words.items.map((i: { text: string; grams: number; grams_basis: string }) => [i.text, i.grams, i.grams_basis])).toEqual([["1 tbsp olive oil", 13.5, "stated"]])
+  }, 120_000)
+
   it("errors are one line naming the fix, exit 1", async () => {
-    const noAmount = await morsel(["nutrition", "rice"])
-    expect([noAmount.code, noAmount.stderr.trim().split("\n").length]).toEqual([1, 1])
-    expect(noAmount.stderr).toContain("egg=2 large")
+    const mixed = await morsel(["nutrition", "rice=150", "an apple"])
+    expect([mixed.code, mixed.stderr.trim().split("\n").length]).toEqual([1, 1])
+    expect(mixed.stderr).toContain("egg=2 large")
+    expect(mixed.stderr).toContain("without \"=\"")
+    const blank = await morsel(["nutrition", " "])
+    expect([blank.code, blank.stderr]).toEqual([1, expect.stringContaining("text")])
     const badUnit = await morsel(["nutrition", "egg=1 bucket"])
     expect(badUnit.code).toBe(1)
     expect(badUnit.stderr).toContain("bucket")

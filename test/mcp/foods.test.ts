@@ -65,7 +65,34 @@ describe("MCP food tools", () => {
         }
         expect(tools[1]!.inputSchema).toMatchObject({ type: "object", required: ["query"], additionalProperties: false })
         expect(Object.keys(tools[1]!.inputSchema.properties ?? {}).sort()).toEqual(["limit", "query"])
-        expect(tools[2]!.inputSchema).toMatchObject({ type: "object", required: ["items"], properties: { items: { maxItems: 20 } } })
+        expect(tools[2]!.inputSchema).toMatchObject({ type: "object", properties: { items: { maxItems: 20 }, text: { type: "string" } } })
+        expect(tools[2]!.description).toContain("the user's own words about what they ate, passed as they are")
+      }))
+
+    it.scoped("food_nutrition reads a meal in words: each food with its words and grams_basis, the unread ones in unmatched; refusals name text", () =>
+      Effect.gen(function* () {
+        const { model, url } = yield* Service
+        const before = model.requests.length
+        const result = yield* callTool("food_nutrition", { text: "2 eggs, a slice of toast with butter and a latte" })
+        expect(result.isError ?? false).toBe(false)
+        const body = content(result)
+        const items = body["items"] as Array<{ text: string; grams: number; grams_basis: string }>
+        expect(items.map((i) => [i.text, i.grams, i.grams_basis])).toEqual([
+          ["2 eggs", 88, "portion"],
+          ["a slice of toast", 22, "portion"],
+          ["butter", 5, "typical"]
+        ])
+        expect(body["complete"]).toBe(false)
+        expect((body["unmatched"] as Array<{ index: number; text: string }>).map((u) => [u.index, u.text])).toEqual([[3, "a latte"]])
+        // The same answer as REST's.
+        const rest = yield* Effect.promise(() => send(`${url}/v1/nutrition`, { method: "POST", body: { text: "2 eggs, a slice of toast with butter and a latte" } }))
+        expect(rest.body).toEqual(result.structuredContent)
+        expect(model.requests.length).toBe(before)
+        for (const args of [{ text: " " }, { text: "x".repeat(2001) }, { text: Array.from({ length: 21 }, () => "an egg").join(", ") }, { text: "an egg", items: [{ query: "egg", grams: 50 }] }]) {
+          const refused = yield* callTool("food_nutrition", args)
+          expect([refused.isError, toolErrorCode(refused)]).toEqual([true, "invalid_request"])
+          expect(errorMessage(refused)).toContain("text")
+        }
       }))
 
     it.scoped("search_foods \"tofu\": a plain tofu first (as REST answers), each food with the 13-nutrient per_100g; structuredContent and JSON text agree; no model call", () =>
