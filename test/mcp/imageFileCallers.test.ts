@@ -205,7 +205,7 @@ describe("who has a file fetched", () => {
         const paying = yield* connect(url, { authorization: `Bearer ${funded}` })
         const start = photos.served()
         const before = model.requests.length
-        const balance = yield* balanceOf(url, funded)
+        const balance = Number(yield* balanceOf(url, funded))
         const held = yield* Effect.forkScoped(
           Effect.all(
             Array.from({ length: MAX_CONCURRENT_DOWNLOADS }, () => analyzeFood(paying, { image_file: fileRef(`${photos.base}/held`), idempotency_key: idem() })),
