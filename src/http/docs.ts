@@ -85,7 +85,7 @@ const answer = (page: Encoded) =>
   Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
     const headers = { etag: page.etag, "cache-control": CACHE_CONTROL, vary: "Accept-Encoding" }
     const known = request.headers["if-none-match"]
-    if (known !== undefined && known.split(",").some((tag) => tag.trim().replace(/^W\//, "") === page.etag)) {
+    if (known?.split(",").some((tag) => tag.trim().replace(/^W\//, "") === page.etag)) {
       return HttpServerResponse.empty({ status: 304, headers })
     }
     const encoding = chooseEncoding(request.headers["accept-encoding"])

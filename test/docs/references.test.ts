@@ -120,7 +120,7 @@ describe("what the docs name exists", () => {
     )
     const unknown: Array<string> = []
     for (const { where, text } of all) {
-      for (const [path = ""] of text.matchAll(/\/v1\/[A-Za-z0-9_{}\/.-]*[A-Za-z0-9_}]/g)) {
+      for (const [path = ""] of text.matchAll(/\/v1\/[A-Za-z0-9_{}/.-]*[A-Za-z0-9_}]/g)) {
         if (placeholder(path) && !path.includes("{")) continue
         if (!paths.some((pattern) => pattern.test(path)) && !FOREIGN_PATHS.has(path)) unknown.push(`${where}: ${path}`)
       }
