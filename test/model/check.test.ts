@@ -116,7 +116,10 @@ describe("morsel model check", () => {
       const missing = yield* check(["--json"], settingsFor(refusing))
       expect(missing.code).toBe(1)
       expect(JSON.parse(missing.stdout)).toMatchObject({
-        verdict: { works: false, why: "the vision model provider answered HTTP 404 (model_not_found)" },
+        verdict: {
+          works: false,
+          why: "the vision model provider answered HTTP 404 (model_not_found): check VISION_MODEL against the models this server offers"
+        },
         tokens: null
       })
     }), 120_000)
