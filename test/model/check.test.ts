@@ -126,13 +126,19 @@ describe("morsel model check", () => {
 
   it.effect("without a key or with a bad setting: one line naming it, exit 1", () =>
     Effect.gen(function* () {
-      const noKey = yield* check([], {})
+      // Side by side: each is a process starting the command from its sources.
+      const [noKey, bad, half] = yield* Effect.all(
+        [
+          check([], {}),
+          check([], { OPENAI_API_KEY: "sk-x", VISION_REASONING_EFFORT: "extreme" }),
+          check([], { OPENAI_API_KEY: "sk-x", MODEL_PRICE_INPUT_PER_MTOK: "0.25" })
+        ],
+        { concurrency: "unbounded" }
+      )
       expect(noKey.code).toBe(1)
       expect(noKey.stdout).toContain("verdict: does not work — OPENAI_API_KEY is unset")
-      const bad = yield* check([], { OPENAI_API_KEY: "sk-x", VISION_REASONING_EFFORT: "extreme" })
       expect(bad.code).toBe(1)
       expect(bad.stderr).toBe('morsel: bad setting VISION_REASONING_EFFORT: must be one of none, minimal, low, medium, high, xhigh or default (not sent), not "extreme"\n')
-      const half = yield* check([], { OPENAI_API_KEY: "sk-x", MODEL_PRICE_INPUT_PER_MTOK: "0.25" })
       expect(half.code).toBe(1)
       expect(half.stderr).toBe("morsel: bad setting MODEL_PRICE_OUTPUT_PER_MTOK: needed with the other price: set MODEL_PRICE_INPUT_PER_MTOK and MODEL_PRICE_OUTPUT_PER_MTOK together\n")
     }), 120_000)
