@@ -91,7 +91,7 @@ const withBody = (request: IncomingMessage, body: Buffer): IncomingMessage => {
 export class FrontServer extends Server {
   readonly lanes: Array<Lane> = []
 
-  /** Headers every answer of the lane carries (the sandbox's `Morsel-Sandbox: true`). */
+  /** Headers every answer carries (the sandbox's `Morsel-Sandbox: true`): the lanes', the application's, and those given before a route runs. */
   readonly stamp: Readonly<Record<string, string>>
 
   constructor(stamp: Readonly<Record<string, string>> = {}) {
@@ -118,6 +118,8 @@ export class FrontServer extends Server {
 
   override emit(event: string, ...args: Array<unknown>): boolean {
     const [request, response] = args
+    // Set before anything answers, so no early answer (a 413, a 503 while starting) goes out without it.
+    if (event === "request" && response instanceof ServerResponse) for (const [name, value] of Object.entries(this.stamp)) response.setHeader(name, value)
     if (
       event === "request" &&
       this.lanes.length > 0 &&

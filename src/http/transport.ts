@@ -6,6 +6,7 @@ import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { storageUnavailable } from "../db/storage.ts"
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, tooDeep } from "../domain/bodies.ts"
+import { SHRINK_PHOTO } from "../domain/image.ts"
 import {
   capMessage,
   Forbidden,
@@ -61,7 +62,10 @@ const toolInterfaceMatcher = (config: Partial<HttpLayerRouter.FindMyWay.RouterCo
 const isSandboxPage = (url: string) => url.startsWith("/sandbox/")
 
 const bodyTooLarge = new PayloadTooLarge({
-  error: { code: "request_too_large", message: `request body exceeds ${MAX_BODY_BYTES} bytes` }
+  error: {
+    code: "request_too_large",
+    message: `request body exceeds ${MAX_BODY_BYTES} bytes: ${SHRINK_PHOTO}`
+  }
 })
 
 const bodyCut = new InvalidRequest({ error: { code: "invalid_request", message: "the request body ended before it was complete" } })

@@ -85,6 +85,25 @@ const readMessage = (request: HttpServerRequest.HttpServerRequest) =>
     }
   })
 
+/**
+ * Every revision this server speaks, newest first: 2026-07-28 (stateless, `server/discover`) and the 2025 ones with
+ * `initialize`. Older ones are not offered: their clients cannot read a tool's structured content, where the price is.
+ */
+export const PROTOCOL_VERSIONS = ["2026-07-28", "2025-11-25", "2025-06-18"]
+
+/** `server/discover` names the 2025 revisions too (the SDK lists only 2026's), so a client learns all it may speak here. */
+const withEveryRevision = async (answer: Response): Promise<Response> => {
+  if (!answer.ok || !(answer.headers.get("content-type") ?? "").startsWith("application/json")) return answer
+  const body = (await answer.json()) as { readonly result?: Record<string, unknown> }
+  const result = body.result === undefined ? undefined : { ...body.result, supportedVersions: PROTOCOL_VERSIONS }
+  const headers = new globalThis.Headers(answer.headers)
+  headers.delete("content-length")
+  return new Response(JSON.stringify(result === undefined ? body : { ...body, result }), { status: answer.status, headers })
+}
+
+const isDiscover = (message: unknown) =>
+  typeof message === "object" && message !== null && "method" in message && message.method === "server/discover"
+
 /** The tool list and the server card may be cached for an hour by anyone: they name no caller. */
 const ONE_HOUR_PUBLIC = { ttlMs: 3_600_000, cacheScope: "public" } as const
 
@@ -146,6 +165,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         { name: "morsel", title: "morsel food-photo nutrition", version: SERVICE_VERSION, icons: ICONS, websiteUrl: settings.publicBaseUrl },
         {
           capabilities: { tools: {}, prompts: {}, resources: {} },
+          supportedProtocolVersions: [...PROTOCOL_VERSIONS],
           instructions: serverInstructions,
           cacheHints: {
             "tools/list": ONE_HOUR_PUBLIC,
@@ -220,7 +240,8 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         // 2026-07-28: every request carries its protocol version and client in `_meta`. The tool sends nothing before
         // its result, so answers are plain JSON, never a stream.
         const modern = sdk.createMcpHandler(server, { legacy: "reject", maxRequestBodySize: MAX_BODY_BYTES, keepAliveMs: 0 })
-        return HttpServerResponse.fromWeb(yield* Effect.promise(() => modern.fetch(web, parsedBody === undefined ? undefined : { parsedBody })))
+        const answer = yield* Effect.promise(() => modern.fetch(web, parsedBody === undefined ? undefined : { parsedBody }))
+        return HttpServerResponse.fromWeb(isDiscover(parsedBody) ? yield* Effect.promise(() => withEveryRevision(answer)) : answer)
       })
 
     yield* router.add("*", MCP_PATH, handle)
