@@ -21,7 +21,7 @@ const SIZES = [
   { label: "2 MB", width: 2048, height: 1536, maxBytes: 1_950_000 }
 ]
 const IN_FLIGHT = [1, 3, 8]
-const WAVES = 4
+const WAVES = 3
 
 /** `waves` waves of `c` analyses sent at once: each analysis's latency, the whole time, and the peak RSS. */
 const waves = async (port: number, pid: number, c: number, make: (i: number) => Call) => {

@@ -18,7 +18,7 @@ export interface Reply {
   readonly body: Buffer
 }
 
-export const send = (port: number, call: Call, agent?: Agent, timeoutMs = 60_000): Promise<Reply> =>
+export const send = (port: number, call: Call, agent?: Agent, timeoutMs = 180_000): Promise<Reply> =>
   new Promise((resolve, reject) => {
     const req = request(
       {
@@ -40,7 +40,7 @@ export const send = (port: number, call: Call, agent?: Agent, timeoutMs = 60_000
       }
     )
     req.on("error", reject)
-    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)))
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer to ${call.method} ${call.path} on port ${port} within ${timeoutMs} ms`)))
     req.end(call.body)
   })
 
