@@ -1,16 +1,16 @@
 /**
- * `npx tsx bench/profile.ts <scenario> [seconds]`: runs the benchmark's morsel under the sampling profiler, loads it
+ * `npx tsx bench/profile.ts <scenario> [seconds]`: runs the server as `npm start` runs it under the sampling profiler, loads it
  * with one scenario (replay, challenge, health, analyze, matcher, search, nutrition, nutrition-text) twice and prints where the CPU of the second,
  * warm pass went: the functions with the most self time and the packages they belong to. The profile itself stays
  * in bench/results/profiles/.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { Session } from "node:inspector/promises"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { type Call, type Child, load, send, sequential, startRole } from "./service/load.ts"
-import { analyzeCall, morselEnv, nutritionCall, photos, roles } from "./service/roles.ts"
+import { type Call, load, send, sequential, startRole } from "./service/load.ts"
+import { analyzeCall, nutritionCall, photos } from "./service/roles.ts"
+import { buildIfStale, shippedEnv, shippedServer } from "./service/shipped.ts"
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)))
 
@@ -64,22 +64,23 @@ const summarise = (profile: Profile, top: number) => {
   print("self time by function", byFunction, top)
 }
 
-const scenarios = async (): Promise<Record<string, (morsel: Child) => Promise<unknown>>> => {
+/** The scenarios, each driving a server at `port` funded with `key`. */
+const scenarios = async (key: string): Promise<Record<string, (port: number) => Promise<unknown>>> => {
   const { large, small } = await photos()
   const run = `profile-${Date.now().toString(36)}`
   let passes = 0
-  const steady = (call: Call) => (morsel: Child) => load(morsel.port, morsel.pid, call, { connections: 8, seconds, maxRequests: 1_000_000 })
-  const replay = analyzeCall(small, `${run}-replay`)
+  const steady = (call: Call) => (port: number) => load(port, 0, call, { connections: 8, seconds, maxRequests: 1_000_000, serverCpu: () => 0 })
+  const replay = analyzeCall(small, `${run}-replay`, "en", key)
   return {
-    replay: async (morsel) => {
-      await send(morsel.port, replay)
-      return steady(replay)(morsel)
+    replay: async (port) => {
+      await send(port, replay)
+      return steady(replay)(port)
     },
     challenge: steady({ ...replay, headers: { "idempotency-key": `${run}-unpaid` } }),
     health: steady({ method: "GET", path: "/health" }),
     // New analyses need new keys in each pass: a key already answered is only replayed.
-    analyze: ({ port }) => sequential(port, Math.max(4, Math.round(seconds * 5)), (i) => analyzeCall(large, `${run}-big-${++passes}-${i}`)),
-    matcher: ({ port }) => sequential(port, Math.max(10, Math.round(seconds * 20)), (i) => analyzeCall(small, `${run}-twenty-${++passes}-${i}`, "lt")),
+    analyze: (port) => sequential(port, Math.max(4, Math.round(seconds * 5)), (i) => analyzeCall(large, `${run}-big-${++passes}-${i}`, "en", key)),
+    matcher: (port) => sequential(port, Math.max(10, Math.round(seconds * 20)), (i) => analyzeCall(small, `${run}-twenty-${++passes}-${i}`, "lt", key)),
     // The free food paths: a search, and nutrition for twenty items half by text, half by id.
     search: steady({ method: "GET", path: "/v1/foods?q=chicken%20breast" }),
     nutrition: steady(nutritionCall(20)),
@@ -89,46 +90,34 @@ const scenarios = async (): Promise<Record<string, (morsel: Child) => Promise<un
 
 const seconds = Number(process.argv[3] ?? "5")
 
+/** The server as `npm start` runs it (bench/service/shipped.ts), with the profiler loaded into it. */
 const profileOnce = async (scenario: string) => {
-  const all = await scenarios()
-  const drive = all[scenario]
-  if (drive === undefined) throw new Error(`unknown scenario ${scenario}; one of ${Object.keys(all).join(", ")}`)
   const profiles = join(root, "bench/results/profiles")
   mkdirSync(profiles, { recursive: true })
   const file = join(profiles, `${scenario}-${new Date().toISOString().replace(/[:.]/g, "-")}.cpuprofile`)
   const dir = mkdtempSync(join(tmpdir(), "morsel-profile-"))
-  const morsel = await startRole("serve", { ...morselEnv(dir), PROFILE_FILE: file }, { script: fileURLToPath(import.meta.url) })
+  buildIfStale(root)
+  const model = await startRole("model", {}, { script: join(root, "bench/service/model.mjs") })
+  const env = { ...shippedEnv({ dataDir: dir }, `http://127.0.0.1:${model.port}/v1`), NODE_OPTIONS: `--import=${join(root, "bench/service/profiler.mjs")}`, PROFILE_FILE: file }
+  const { server, key } = await shippedServer(root, process.env["DATABASE_URL"] ? { ...env, DATABASE_URL: process.env["DATABASE_URL"] } : env)
   try {
+    const all = await scenarios(key)
+    const drive = all[scenario]
+    if (drive === undefined) throw new Error(`unknown scenario ${scenario}; one of ${Object.keys(all).join(", ")}`)
     // A first pass warms the code up; only the second is profiled.
-    await drive(morsel)
-    morsel.process.kill("SIGUSR2")
+    await drive(server.port)
+    process.kill(server.pid, "SIGUSR2")
     await new Promise((resolve) => setTimeout(resolve, 100))
-    console.log(JSON.stringify(await drive(morsel)).slice(0, 300))
+    console.log(JSON.stringify(await drive(server.port)).slice(0, 300))
+    process.kill(server.pid, "SIGUSR2")
+    for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((resolve) => setTimeout(resolve, 100))
   } finally {
-    await morsel.stop("SIGINT")
+    await server.stop()
+    await model.stop()
     rmSync(dir, { recursive: true, force: true })
   }
   summarise(JSON.parse(readFileSync(file, "utf8")) as Profile, Number(process.env["TOP"] ?? "40"))
   console.log(`\nprofile: ${file} (open it in Chrome DevTools or speedscope)`)
 }
 
-/** The profiled server: SIGUSR2 starts the sampling profiler (after the warm-up), SIGINT writes the profile and exits. */
-const serve = async () => {
-  const session = new Session()
-  session.connect()
-  await session.post("Profiler.enable")
-  await session.post("Profiler.setSamplingInterval", { interval: 200 })
-  process.on("SIGUSR2", () => void session.post("Profiler.start"))
-  process.once("SIGINT", async () => {
-    const { profile } = await session.post("Profiler.stop")
-    writeFileSync(process.env["PROFILE_FILE"] ?? "morsel.cpuprofile", JSON.stringify(profile))
-    process.exit(0)
-  })
-  await roles.morsel()
-}
-
-if (process.argv[2] === "serve") {
-  await serve()
-} else {
-  await profileOnce(process.argv[2] ?? "replay")
-}
+await profileOnce(process.argv[2] ?? "replay")

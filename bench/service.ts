@@ -1,429 +1,309 @@
 /**
- * `npm run bench:service`: the service's own costs side by side with their baselines in one run — replays and
- * GET /health against a bare `node:http` server, the 402 challenge against `@x402/express`, analysis
- * overhead and peak memory against the floor (bare `node:http` and sharp at its defaults, decoding and downscaling
- * the same photos), the matcher's cost per item through the API, `npm start` to a healthy server, and the idle
- * memory of the starts a user makes, each with where its memory goes. Embedded database by default, PostgreSQL
- * with DATABASE_URL; with TEST_DATABASE_URL alone, the embedded database and then PostgreSQL on that server.
- * Prints the ratios and writes them as JSON under bench/results/.
+ * `npm run bench:service`: the service as `npm start` runs it (its database, ledger, limits raised by their settings,
+ * food index, Node options) side by side with its baselines, interleaved on one load generator whose own CPU is
+ * reported — the 402 challenge against the reference seller (`@x402/express`), replays, GET /health and an analysis
+ * against a bare `node:http` floor, the peak memory of three concurrent photos against the floor's — and the free food
+ * paths beside GET /health. `--against <tree>` runs another checkout's server in the same rounds; `--growth` measures
+ * how an analysis grows with photo size and concurrency, and the 402 from one to two instances on PostgreSQL;
+ * `--starts` adds `npm start`'s time and the idle memory of the starts a user makes. Embedded database by default,
+ * PostgreSQL with DATABASE_URL (in databases the benchmark makes there and drops); with TEST_DATABASE_URL alone, the
+ * embedded database and then PostgreSQL on that server. Prints the figures and writes them as JSON to bench/results/.
  */
-import { execFile, spawn } from "node:child_process"
-import { randomBytes, randomUUID } from "node:crypto"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { spawn } from "node:child_process"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import { PgClient } from "@effect/sql-pg"
-import { Reactivity } from "@effect/experimental"
-import { Effect, Redacted } from "effect"
-import { build } from "esbuild"
-import { type Call, type Child, type LoadResult, cpuMs, freePort, healthy, load, median, peakRssMiB, resetPeakRss, send, sequential, startRole } from "./service/load.ts"
-import { container } from "./service/container.ts"
-import { type Breakdown, describeBreakdown, describeMappings, type Mappings, mappings } from "./service/memory.ts"
-import { FOODS_DIR } from "./service/morsel.ts"
-import { analyzeCall, morselEnv, photos, roles } from "./service/roles.ts"
-import { NODE_BUNDLE } from "../bin/bundling.js"
-import { SERVE_ENV, SERVE_NODE_OPTIONS } from "../bin/tuning.js"
+import { growth } from "./service/growth.ts"
+import { type Call, type Child, type LoadResult, load, median, peakRssMiB, resetPeakRss, send, sequential, startRole } from "./service/load.ts"
+import { describeMappings, mappings } from "./service/memory.ts"
+import { dropDatabase, freshDatabase, postgresCpu } from "./service/postgres.ts"
+import { analyzeCall, photos, roles } from "./service/roles.ts"
+import { buildIfStale, groupCpuMs, RAISED_LIMITS, type Shipped, shippedEnv, shippedServer } from "./service/shipped.ts"
+import { startsAndIdle } from "./service/starts.ts"
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)))
-const databaseUrl = process.env["DATABASE_URL"]
-const ROUNDS = 3
-const SECONDS = 1.5
-const CONNECTIONS = 8
-const MAX_REQUESTS = 20_000
-
-/** The floor: bare node:http and sharp at its defaults, nothing of morsel loaded (plain Node, no TypeScript loader). */
-const floorScript = join(root, "bench/service/floor.mjs")
-/**
- * morsel's role bundled as the shipped command line is (bin/bundle.js), chunks loaded on demand included, run by plain
- * Node: its memory and start are the product's, not those of a TypeScript loader compiling the sources, nor of code
- * the server would not load. Written inside the tree so that the packages left outside the bundle resolve from
- * node_modules.
- */
-const bundleMorselRole = async (): Promise<string> => {
-  const outdir = join(root, "dist/bench")
-  rmSync(outdir, { recursive: true, force: true })
-  await build({
-    absWorkingDir: root,
-    entryPoints: { "morsel-role": join(root, "bench/service/morselRole.ts") },
-    outdir,
-    ...NODE_BUNDLE,
-    external: [...NODE_BUNDLE.external, "tsx"]
-  })
-  return join(outdir, "morsel-role.mjs")
+const args = process.argv.slice(2)
+const option = (name: string) => {
+  const at = args.indexOf(name)
+  return at >= 0 ? args[at + 1] : undefined
 }
-
-/**
- * The Node options and environment `morsel serve` runs a server with (bin/tuning.js): the benchmark's servers start
- * with them, so that bin/morsel.js does not start itself again and the process measured is the server.
- */
-const serverNodeOptions = SERVE_NODE_OPTIONS
-const serverEnv = SERVE_ENV
-
-/** How long a started server is left alone before its idle memory is read. */
-const IDLE_SECONDS = 15
+const against = option("--against")
+const databaseUrl = process.env["DATABASE_URL"]
+const ROUNDS = Number(process.env["ROUNDS"] ?? "3")
+/** Runs of every figure on the same servers, each with its rounds; medians and spreads are printed over them. */
+const RUNS = Number(process.env["RUNS"] ?? "1")
+const SECONDS = Number(process.env["SECONDS"] ?? "1.5")
+const CONNECTIONS = 8
+const MAX_REQUESTS = 50_000
 
 const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a")
+const script = (name: string) => join(root, "bench/service", name)
 
-/** CPU of the PostgreSQL backends serving the benchmark's database (local server only; 0 when unreadable). */
-const backendsCpu = async (): Promise<number> => {
-  if (databaseUrl === undefined) return 0
-  const pids = await Effect.runPromise(
-    Effect.scoped(
-      Effect.gen(function* () {
-        const sql = yield* PgClient.make({ url: Redacted.make(databaseUrl) })
-        return yield* sql<{ pid: number }>`
-          SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`
-      })
-    ).pipe(Effect.provide(Reactivity.layer), Effect.orElseSucceed(() => []))
-  )
-  let total = 0
-  for (const { pid } of pids) {
-    try {
-      total += cpuMs(pid)
-    } catch {
-      // a backend that ended meanwhile, or a server on another machine
-    }
-  }
-  return total
+/** A server measured: this tree's, or the one `--against` names. */
+interface Subject {
+  readonly label: string
+  readonly server: Shipped
+  readonly key: string
+  readonly database?: string
 }
 
-/** Alternating rounds of the same load on a server and its baseline: medians of throughput and CPU per request. */
-const sideBySide = async (subject: Child, subjectCall: Call, baseline: Child, baselineCall: Call, withBackends: boolean) => {
-  const options = { connections: CONNECTIONS, seconds: SECONDS, maxRequests: MAX_REQUESTS }
-  const ours: Array<LoadResult> = []
-  const theirs: Array<LoadResult> = []
-  for (let round = 0; round < ROUNDS; round++) {
-    ours.push(await load(subject.port, subject.pid, subjectCall, withBackends ? { ...options, extraCpu: backendsCpu } : options))
-    theirs.push(await load(baseline.port, baseline.pid, baselineCall, options))
-  }
-  const summary = (results: typeof ours) => ({
-    perSecond: median(results.map((r) => r.perSecond)),
-    cpuMsPerRequest: median(results.map((r) => r.cpuMsPerRequest)),
-    statuses: results[0]?.statuses ?? {}
-  })
-  const a = summary(ours)
-  const b = summary(theirs)
-  return { subject: a, baseline: b, throughputRatio: a.perSecond / b.perSecond, cpuRatio: a.cpuMsPerRequest / b.cpuMsPerRequest }
+interface Row {
+  readonly figure: string
+  readonly goal: string
+  readonly values: Record<string, number>
 }
 
-/** `npm start` on a built tree until GET /health answers 200, in ms; the whole process group is stopped after. */
-const startOnce = async (dataDir: string): Promise<number> => {
-  const port = await freePort()
-  const started = performance.now()
-  const child = spawn("npm", ["start", "--silent"], {
-    cwd: root,
-    detached: true,
-    stdio: "ignore",
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", MORSEL_DATA_DIR: dataDir, LOG_LEVEL: "warning" }
-  })
-  try {
-    while (performance.now() - started < 90_000) {
-      if (await healthy(port)) return performance.now() - started
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    return Number.NaN
-  } finally {
-    if (child.exitCode === null && child.pid !== undefined) {
-      const exited = new Promise((resolve) => child.on("exit", resolve))
-      process.kill(-child.pid, "SIGTERM")
-      await exited
-    }
-  }
-}
-
-/** The first start creates the embedded database; the second is a restart, as a deployed server does it. */
-const startUp = async () => {
-  if (!existsSync(join(root, "dist"))) return { firstMs: Number.NaN, restartMs: Number.NaN }
-  const dataDir = mkdtempSync(join(tmpdir(), "morsel-bench-start-"))
-  try {
-    return { firstMs: await startOnce(dataDir), restartMs: await startOnce(dataDir) }
-  } finally {
-    rmSync(dataDir, { recursive: true, force: true })
-  }
-}
-
-/** `morsel serve` (built tree) started as a user starts it, until /health answers; `stop` ends it. */
-const startServe = async (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>, enter?: (pid: number) => void) => {
-  const port = await freePort()
-  const started = performance.now()
-  const child = spawn(process.execPath, [...serverNodeOptions, join(root, "bin/morsel.js"), "serve", ...args], {
-    cwd: root,
-    stdio: "ignore",
-    env: { ...process.env, ...serverEnv, ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warning" }
-  })
-  const stop = async () => {
-    child.kill("SIGTERM")
-    if (child.exitCode === null) await new Promise((resolve) => child.on("exit", resolve))
-  }
-  try {
-    enter?.(child.pid ?? 0)
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`morsel serve ${args.join(" ")} exited with ${child.exitCode}`)
-      if (await healthy(port)) break
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-  } catch (error) {
-    await stop()
-    throw error
-  }
-  return { port, pid: child.pid ?? 0, readyMs: performance.now() - started, stop }
-}
-
-/** `morsel serve` (built tree) until /health answers, then IDLE_SECONDS with nothing served: its memory from /proc. */
-const idleAfterStart = async (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Promise<Mappings & { readyMs: number }> => {
-  const server = await startServe(args, env)
-  try {
-    await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000))
-    return { ...mappings(server.pid), readyMs: server.readyMs }
-  } finally {
-    await server.stop()
-  }
-}
-
-/** The size of the small container the sandbox must fit with three concurrent photos. */
-const CONTAINER_MIB = 512
-
-/**
- * `morsel serve --sandbox` serving three concurrent photos, paid with credits bought at its checkout: its peak (its
- * start included), and, where this machine gives one, the peak of a container limited to CONTAINER_MIB that it runs in
- * (page cache included) with the allocations refused there.
- */
-const sandboxServingPhotos = async (photo: Buffer) => {
-  const box = container(CONTAINER_MIB)
-  try {
-    const server = await startServe(["--sandbox"], {}, box?.enter)
-    try {
-      const key = `Bearer morsel_test_${randomBytes(32).toString("hex")}`
-      const checkout = await send(server.port, {
-        method: "POST",
-        path: "/v1/credits/checkout",
-        headers: { authorization: key },
-        body: Buffer.from(JSON.stringify({ order_id: randomUUID() }))
-      })
-      const session = String((JSON.parse(checkout.body.toString("utf8")) as { session_id?: string }).session_id)
-      const paid = await send(server.port, { method: "POST", path: `/sandbox/checkout/${session}/pay` })
-      if (paid.status !== 200) throw new Error(`the sandbox's checkout answered ${checkout.status}, then ${paid.status}`)
-      const analysed = await Promise.all(
-        [0, 1, 2].map((i) => send(server.port, { ...analyzeCall(photo, ""), headers: { authorization: key, "idempotency-key": `bench-sandbox-photo-${i}` } }))
-      )
-      if (analysed.some((reply) => reply.status !== 200)) throw new Error(`a sandbox analysis failed: ${analysed.map((r) => r.status)}`)
-      return {
-        serverPeak: peakRssMiB(server.pid),
-        container: box === undefined ? undefined : { kind: box.kind, peak: box.peakMiB(), refusals: box.refusals() }
-      }
-    } finally {
-      await server.stop()
-    }
-  } finally {
-    box?.remove()
-  }
-}
-
-/** `morsel fooddb import` of the benchmark's foods (SR28 when at hand) into the database `env` names. */
-const importFoods = (env: Readonly<Record<string, string>>) =>
-  new Promise<void>((resolve, reject) => {
-    execFile(process.execPath, [join(root, "bin/morsel.js"), "fooddb", "import", FOODS_DIR], { env: { ...process.env, ...env, LOG_LEVEL: "warning" } }, (error) =>
-      error ? reject(error) : resolve()
-    )
-  })
-
-/**
- * Idle memory of the starts a user makes: on PostgreSQL; on the embedded database a first start on a new folder,
- * a restart on it with SR28 imported, and the sandbox (in-memory database, shipped foods).
- */
-const idleStarts = async () => {
-  if (!existsSync(join(root, "dist"))) return []
-  if (databaseUrl !== undefined) {
-    // The morsel role stored the benchmark's foods in this database already.
-    return [{ start: "PostgreSQL (DATABASE_URL), foods imported", goal: 150, ...(await idleAfterStart([], { DATABASE_URL: databaseUrl })) }]
-  }
-  const dataDir = mkdtempSync(join(tmpdir(), "morsel-bench-idle-"))
-  try {
-    const env = { MORSEL_DATA_DIR: join(dataDir, "data") }
-    const first = await idleAfterStart([], env)
-    await importFoods(env)
-    const restart = await idleAfterStart([], env)
-    const sandbox = await idleAfterStart(["--sandbox"], {})
-    return [
-      { start: "embedded, first start on a new folder", goal: 300, ...first },
-      { start: "embedded, restart, foods imported", goal: 300, ...restart },
-      { start: "morsel serve --sandbox", goal: 300, ...sandbox }
-    ]
-  } finally {
-    rmSync(dataDir, { recursive: true, force: true })
-  }
-}
+/** Summary of alternating loads: medians of each side's rounds. */
+const summary = (results: ReadonlyArray<LoadResult>) => ({
+  perSecond: median(results.map((r) => r.perSecond)),
+  cpuMsPerRequest: median(results.map((r) => r.cpuMsPerRequest)),
+  p50: median(results.map((r) => r.p50)),
+  p95: median(results.map((r) => r.p95)),
+  generatorCpu: median(results.map((r) => r.generatorCpu)),
+  statuses: results[0]?.statuses ?? {}
+})
+type Summary = ReturnType<typeof summary>
 
 const orchestrate = async () => {
-  const database = databaseUrl === undefined ? "embedded (PGlite)" : "PostgreSQL (DATABASE_URL)"
-  console.log(`service benchmark on ${database}; ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections, on 127.0.0.1`)
-  const dataDir = mkdtempSync(join(tmpdir(), "morsel-bench-"))
-  const env = morselEnv(dataDir)
-  const { large, small } = await photos()
+  const database = databaseUrl === undefined ? "embedded" : "postgres"
+  const trees = [{ label: "this tree", tree: root }, ...(against === undefined ? [] : [{ label: "other tree", tree: resolve(against) }])]
+  const load0 = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")
+  console.log(`service benchmark on ${database === "embedded" ? "the embedded database" : "PostgreSQL"}: ${trees.map((t) => `${t.label} ${t.tree}`).join(", ")}`)
+  console.log(`the server as \`npm start\` runs it; raised by their settings (the defaults would refuse the load): ${Object.keys(RAISED_LIMITS).join(", ")}=1000000`)
+  console.log(`${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections, keep-alive, 127.0.0.1; load average ${load0}`)
+  for (const { tree } of trees) buildIfStale(tree)
   const children: Array<Child> = []
+  const subjects: Array<Subject> = []
+  const dataDirs: Array<string> = []
+  const { large, small } = await photos()
   try {
-    const bare = await startRole("floor", {}, { script: floorScript })
-    children.push(bare)
+    const model = await startRole("model", {}, { script: script("model.mjs") })
+    children.push(model)
+    const modelUrl = `http://127.0.0.1:${model.port}/v1`
+    const floor = await startRole("floor", { MODEL_URL: modelUrl }, { script: script("floor.mjs") })
+    children.push(floor)
     const reference = await startRole("reference")
     children.push(reference)
-    // A deployed server restarts on a database that exists and holds its foods: that is what is measured.
-    const role = { script: await bundleMorselRole(), nodeArgs: ["--expose-gc", ...serverNodeOptions] }
-    // The first start creates the embedded database and stores the benchmark's foods (as `fooddb import` would).
-    await (await startRole("morsel", { ...serverEnv, ...env }, role)).stop()
-    const morsel = await startRole("morsel", { ...serverEnv, ...env }, role)
-    children.push(morsel)
-    const run = `bench-${Date.now().toString(36)}`
-
-    // Peak memory first, on fresh processes: three concurrent ~2 MB photos. The peak of the start itself is
-    // kept apart (the embedded database's first initdb is a one-off that a restart does not repeat).
-    const startPeak = { subject: peakRssMiB(morsel.pid), baseline: peakRssMiB(bare.pid) }
-    const memoryIdle = { subject: await morsel.ask<Breakdown>("memory"), baseline: mappings(bare.pid) }
-    resetPeakRss(morsel.pid)
-    resetPeakRss(bare.pid)
-    const three = [0, 1, 2]
-    const analysed = await Promise.all(three.map((i) => send(morsel.port, analyzeCall(large, `${run}-rss-${i}`))))
-    if (analysed.some((reply) => reply.status !== 200)) throw new Error(`an analysis failed: ${analysed.map((r) => r.status)}`)
-    const bareDecode = (i: number): Call => ({ ...analyzeCall(large, `bare-${i}`), path: "/v1/analyze?decode" })
-    await Promise.all(three.map((i) => send(bare.port, bareDecode(i))))
-    const rss = { subject: peakRssMiB(morsel.pid), baseline: peakRssMiB(bare.pid), startPeak }
-    const memoryAfter = { subject: await morsel.ask<Breakdown>("memory"), baseline: mappings(bare.pid) }
-
-    // Analysis overhead at c = 1: the large photo, fresh keys, alternating servers; 36 each after 4 to warm up.
-    const overheadSubject: Array<number> = []
-    const overheadBaseline: Array<number> = []
-    await sequential(morsel.port, 4, (i) => analyzeCall(large, `${run}-warm-${i}`))
-    await sequential(bare.port, 4, bareDecode)
-    for (let round = 0; round < 12; round++) {
-      overheadSubject.push(...(await sequential(morsel.port, 3, (i) => analyzeCall(large, `${run}-big-${round}-${i}`))))
-      overheadBaseline.push(...(await sequential(bare.port, 3, bareDecode)))
+    for (const [i, { label, tree }] of trees.entries()) {
+      const dataDir = mkdtempSync(join(tmpdir(), "morsel-bench-"))
+      dataDirs.push(dataDir)
+      const db = databaseUrl === undefined ? undefined : await freshDatabase(databaseUrl, `morsel_bench_${process.pid}_${i}`)
+      const env = shippedEnv(db === undefined ? { dataDir } : { url: db.url }, modelUrl)
+      const { server, key } = await shippedServer(tree, env)
+      console.log(`${label}: npm start to /health on restart ${fmt(server.readyMs / 1000, 1)} s`)
+      subjects.push({ label, server, key, ...(db === undefined ? {} : { database: db.name }) })
     }
-    const overhead = { subjectMs: median(overheadSubject), baselineMs: median(overheadBaseline) }
+    /** One run of every figure on the servers started above. */
+    const measure = async (runIndex: number) => {
+      const run = `bench-${Date.now().toString(36)}-${runIndex}`
+      const cpuOf = (s: Subject) => () => groupCpuMs(s.server.group)
+      const backends = (s: Subject) => (s.database === undefined ? undefined : () => postgresCpu(databaseUrl!, s.database!))
+      const options = { connections: CONNECTIONS, seconds: SECONDS, maxRequests: MAX_REQUESTS }
+      const loadSubject = (s: Subject, call: Call, withBackends = true) => {
+        const extra = withBackends ? backends(s) : undefined
+        return load(s.server.port, s.server.pid, call, { ...options, serverCpu: cpuOf(s), ...(extra ? { extraCpu: extra } : {}) })
+      }
 
-    // The matcher through the API: twenty components against one, on the small photo.
-    const one: Array<number> = []
-    const twenty: Array<number> = []
-    for (let round = 0; round < 8; round++) {
-      one.push(...(await sequential(morsel.port, 3, (i) => analyzeCall(small, `${run}-one-${round}-${i}`, "en"))))
-      twenty.push(...(await sequential(morsel.port, 3, (i) => analyzeCall(small, `${run}-twenty-${round}-${i}`, "lt"))))
+      // Peak memory first: three concurrent ~2 MB photos, each server's high-water mark reset before them (the first
+      // run's servers have served nothing but their first search).
+      const rss: Record<string, number> = {}
+      const memory: Record<string, { idle: string; after: string }> = {}
+      const three = [0, 1, 2]
+      const floorPhoto = (i: number): Call => ({ ...analyzeCall(large, `${run}-floor-${i}`), path: "/v1/analyze?decode" })
+      resetPeakRss(floor.pid)
+      const floorIdle = describeMappings(mappings(floor.pid))
+      await Promise.all(three.map((i) => send(floor.port, floorPhoto(i))))
+      rss["floor"] = peakRssMiB(floor.pid)
+      memory["floor"] = { idle: floorIdle, after: describeMappings(mappings(floor.pid)) }
+      for (const s of subjects) {
+        resetPeakRss(s.server.pid)
+        const idle = describeMappings(mappings(s.server.pid))
+        const replies = await Promise.all(three.map((i) => send(s.server.port, analyzeCall(large, `${run}-rss-${i}`, "en", s.key))))
+        if (replies.some((r) => r.status !== 200)) throw new Error(`an analysis failed: ${replies.map((r) => `${r.status} ${r.body.toString("utf8").slice(0, 200)}`)}`)
+        rss[s.label] = peakRssMiB(s.server.pid)
+        memory[s.label] = { idle, after: describeMappings(mappings(s.server.pid)) }
+      }
+
+      console.log(`peak RSS measured (${Object.entries(rss).map(([k, v]) => `${k} ${fmt(v, 0)} MiB`).join(", ")})`)
+      // One analysis at a time (c = 1), the large photo, fresh keys, alternating servers; 18 each after 4 to warm up.
+      const analysis: Record<string, Array<number>> = { floor: [] }
+      for (const s of subjects) {
+        analysis[s.label] = []
+        await sequential(s.server.port, 4, (i) => analyzeCall(large, `${run}-warm-${i}`, "en", s.key))
+      }
+      await sequential(floor.port, 4, floorPhoto)
+      for (let round = 0; round < 6; round++) {
+        for (const s of subjects) analysis[s.label]!.push(...(await sequential(s.server.port, 3, (i) => analyzeCall(large, `${run}-big-${round}-${i}`, "en", s.key))))
+        analysis["floor"]!.push(...(await sequential(floor.port, 3, floorPhoto)))
+      }
+
+      console.log("analyses at c = 1 measured")
+      // The matcher through the API: twenty components against one, on the small photo.
+      const matcher: Record<string, number> = {}
+      for (const s of subjects) {
+        const one: Array<number> = []
+        const twenty: Array<number> = []
+        for (let round = 0; round < 4; round++) {
+          one.push(...(await sequential(s.server.port, 3, (i) => analyzeCall(small, `${run}-one-${round}-${i}`, "en", s.key))))
+          twenty.push(...(await sequential(s.server.port, 3, (i) => analyzeCall(small, `${run}-twenty-${round}-${i}`, "lt", s.key))))
+        }
+        matcher[s.label] = (median(twenty) - median(one)) / 19
+      }
+
+      // Replays, challenges, /health and the free food paths under load, every server in each round in turn.
+      const replayCall = (s: Subject) => analyzeCall(small, `${run}-replay`, "en", s.key)
+      for (const s of subjects) {
+        const first = await send(s.server.port, replayCall(s))
+        if (first.status !== 200) throw new Error(`the replayed request failed: ${first.status}`)
+        await send(floor.port, { method: "POST", path: "/set", body: first.body })
+      }
+      const unfunded: Call = { ...analyzeCall(small, `${run}-unpaid`), headers: { "idempotency-key": `${run}-unpaid` } }
+      const text = await acceptsText(subjects[0]!)
+      const foodCalls: ReadonlyArray<{ readonly name: string; readonly call: Call | undefined }> = [
+        { name: "GET /v1/foods?q=chicken breast", call: { method: "GET", path: "/v1/foods?q=chicken%20breast" } },
+        { name: "POST /v1/nutrition, 20 items", call: nutritionItems(20) },
+        { name: "POST /v1/nutrition, 10 foods in words", call: text ? nutritionText : undefined }
+      ]
+      const kinds: Array<{ readonly name: string; readonly subject: (s: Subject) => Call | undefined; readonly baseline?: { readonly child: Child; readonly call: Call } }> = [
+        { name: "replay", subject: replayCall, baseline: { child: floor, call: replayCall(subjects[0]!) } },
+        { name: "challenge", subject: () => unfunded, baseline: { child: reference, call: unfunded } },
+        { name: "GET /health", subject: () => ({ method: "GET", path: "/health" }), baseline: { child: floor, call: { method: "GET", path: "/health" } } },
+        ...foodCalls.map((f) => ({ name: f.name, subject: () => f.call })),
+        // The same calls through the HttpApi stack: a lane leaves a request with an Origin (a browser's) to the stack,
+        // and the server's own loopback origin is trusted. Measured on this tree only.
+        { name: "challenge through the stack", subject: (s) => (s === subjects[0] ? withOrigin(unfunded, s) : undefined) },
+        { name: "POST /v1/nutrition, 20 items, through the stack", subject: (s) => (s === subjects[0] ? withOrigin(nutritionItems(20), s) : undefined) }
+      ]
+      const results = new Map<string, Array<LoadResult>>()
+      const push = (key: string, result: LoadResult) => results.set(key, [...(results.get(key) ?? []), result])
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const kind of kinds) {
+          for (const s of subjects) {
+            const call = kind.subject(s)
+            if (call !== undefined) push(`${kind.name}|${s.label}`, await loadSubject(s, call, kind.name !== "GET /health"))
+          }
+          if (kind.baseline) push(`${kind.name}|baseline`, await load(kind.baseline.child.port, kind.baseline.child.pid, kind.baseline.call, options))
+        }
+      }
+      const loads: Record<string, Summary> = Object.fromEntries([...results].map(([key, rs]) => [key, summary(rs)]))
+      const ratio = (name: string, s: string) => (loads[`${name}|${s}`]?.perSecond ?? Number.NaN) / (loads[`${name}|baseline`]?.perSecond ?? Number.NaN)
+      const per = (f: (s: string) => number) => Object.fromEntries(subjects.map((s) => [s.label, f(s.label)]))
+      const rows: Array<Row> = [
+        { figure: "402 challenge throughput vs @x402/express", goal: ">= 1.0", values: per((s) => ratio("challenge", s)) },
+        { figure: "analysis (c = 1, 1.9 MB JPEG) vs the floor", goal: "<= 1.3", values: per((s) => median(analysis[s]!) / median(analysis["floor"]!)) },
+        { figure: "peak RSS, three concurrent 2 MB photos, vs the floor", goal: "<= 1.5", values: per((s) => rss[s]! / rss["floor"]!) },
+        { figure: "replay throughput vs the floor sending the same bytes", goal: ">= 0.1", values: per((s) => ratio("replay", s)) },
+        { figure: "GET /health throughput vs the floor's", goal: "—", values: per((s) => ratio("GET /health", s)) },
+        { figure: "matcher cost per item through the API (ms)", goal: "<= 0.25", values: per((s) => matcher[s]!) }
+      ]
+      const here = subjects[0]!.label
+      const stackVsLane = (stack: string, lane: string) => (loads[`${stack}|${here}`]?.perSecond ?? Number.NaN) / (loads[`${lane}|${here}`]?.perSecond ?? Number.NaN)
+      rows.push({ figure: "402 through the HttpApi stack vs its lane (throughput)", goal: "—", values: { [here]: stackVsLane("challenge through the stack", "challenge") } })
+      rows.push({
+        figure: "nutrition, 20 items, through the stack vs its lane",
+        goal: "—",
+        values: { [here]: stackVsLane("POST /v1/nutrition, 20 items, through the stack", "POST /v1/nutrition, 20 items") }
+      })
+      for (const f of foodCalls) {
+        rows.push({ figure: `${f.name}, throughput vs GET /health`, goal: "—", values: per((s) => (loads[`${f.name}|${s}`]?.perSecond ?? Number.NaN) / (loads[`GET /health|${s}`]?.perSecond ?? Number.NaN)) })
+      }
+      console.log(`\n${"figure".padEnd(58)} ${"goal".padStart(8)} ${subjects.map((s) => s.label.padStart(11)).join(" ")}`)
+      for (const row of rows) console.log(`${row.figure.padEnd(58)} ${row.goal.padStart(8)} ${subjects.map((s) => fmt(row.values[s.label] ?? Number.NaN).padStart(11)).join(" ")}`)
+      console.log("\nunder load (medians of the rounds): req/s, server CPU ms per request (npm start's group; PostgreSQL's backends added on PostgreSQL), p50 / p95 ms, load generator CPU (share of a core)")
+      for (const [key, l] of Object.entries(loads)) {
+        const [name, side] = key.split("|")
+        const who = side === "baseline" ? (name === "challenge" ? "@x402/express" : "floor") : side
+        console.log(
+          `${`${name} — ${who}`.padEnd(58)} ${fmt(l.perSecond, 0).padStart(7)} req/s ${fmt(l.cpuMsPerRequest, 3).padStart(7)} ms CPU ${fmt(l.p50).padStart(6)} / ${fmt(l.p95).padStart(6)} ms  generator ${fmt(l.generatorCpu)}  ${JSON.stringify(l.statuses)}`
+        )
+      }
+      if (!text) console.log("POST /v1/nutrition with {text}: n/a (this server does not accept a meal in words)")
+      console.log(`\nanalysis at c = 1, median ms: ${Object.entries(analysis).map(([k, v]) => `${k} ${fmt(median(v), 1)}`).join(", ")} (${(large.length / 1e6).toFixed(2)} MB JPEG)`)
+      console.log(`peak RSS serving three photos, MiB: ${Object.entries(rss).map(([k, v]) => `${k} ${fmt(v, 0)}`).join(", ")}`)
+      for (const [who, m] of Object.entries(memory)) console.log(`memory of ${who}: ready ${m.idle}\n  after the photos ${m.after}`)
+        return { rows, loads, analysis, rss, memory, matcher }
+      }
+    const runs: Array<Awaited<ReturnType<typeof measure>>> = []
+    for (let i = 0; i < RUNS; i++) {
+      if (RUNS > 1) console.log(`\n— run ${i + 1} of ${RUNS}`)
+      runs.push(await measure(i))
     }
-    const matcherMsPerItem = (median(twenty) - median(one)) / 19
-
-    // A completed request replayed, against a bare server answering the same bytes.
-    const replayCall = analyzeCall(small, `${run}-replay`)
-    const first = await send(morsel.port, replayCall)
-    if (first.status !== 200) throw new Error(`the replayed request failed: ${first.status} ${first.body.toString("utf8")}`)
-    await send(bare.port, { method: "POST", path: "/set", body: first.body })
-    const replay = await sideBySide(morsel, replayCall, bare, replayCall, true)
-
-    // The 402 challenge of an unfunded request, against `@x402/express`.
-    const unfunded: Call = { ...replayCall, headers: { "idempotency-key": `${run}-unpaid` } }
-    const challenge = await sideBySide(morsel, unfunded, reference, unfunded, true)
-
-    const health = await sideBySide(morsel, { method: "GET", path: "/health" }, bare, { method: "GET", path: "/health" }, false)
-    const foodIndexMiB = await morsel.ask<number>("food index", 120_000)
-
-    for (const child of children.splice(0)) await child.stop()
-    const start = await startUp()
-    const idle = await idleStarts()
-    // The sandbox brings its own database and foods: measured once, in the embedded pass.
-    const sandboxPhotos = databaseUrl === undefined && existsSync(join(root, "dist")) ? await sandboxServingPhotos(large) : undefined
-
-    const rows = [
-      { figure: "replay throughput vs bare node:http", value: replay.throughputRatio, goal: ">= 0.1" },
-      { figure: "402 challenge throughput vs @x402/express", value: challenge.throughputRatio, goal: ">= 1.0" },
-      { figure: "analysis overhead vs bare server that downscales (c = 1)", value: overhead.subjectMs / overhead.baselineMs, goal: "<= 1.3" },
-      { figure: "peak RSS vs bare server decoding the same 3 photos", value: rss.subject / rss.baseline, goal: "<= 1.5" },
-      { figure: "matcher cost per item through the API (ms)", value: matcherMsPerItem, goal: "<= 0.25" },
-      { figure: "npm start to /health 200, built tree, restart (s)", value: start.restartMs / 1000, goal: "<= 2" },
-      ...idle.map((i) => ({ figure: `idle RSS, ${i.start} (MiB)`, value: i.rss, goal: `<= ${i.goal}` })),
-      ...(sandboxPhotos === undefined
-        ? []
-        : [
-            {
-              figure: `sandbox + 3 photos, peak ${sandboxPhotos.container ? `of a ${CONTAINER_MIB} MiB container` : "RSS with its start"} (MiB)`,
-              value: sandboxPhotos.container?.peak ?? sandboxPhotos.serverPeak,
-              goal: `<= ${CONTAINER_MIB}`
-            }
-          ])
-    ]
-    console.log("")
-    for (const row of rows) console.log(`${row.figure.padEnd(60)} ${fmt(row.value, 3).padStart(8)}   goal ${row.goal}`)
-    console.log("")
-    const cpuLine = (name: string, r: typeof replay) =>
-      console.log(
-        `${name.padEnd(10)} ${fmt(r.subject.perSecond, 0)} req/s, ${fmt(r.subject.cpuMsPerRequest, 3)} ms CPU/req` +
-          `${databaseUrl && name !== "health" ? " (service + backends)" : ""}; baseline ${fmt(r.baseline.perSecond, 0)} req/s, ` +
-          `${fmt(r.baseline.cpuMsPerRequest, 3)} ms CPU/req; CPU ratio ${fmt(r.cpuRatio, 1)}× ${JSON.stringify(r.subject.statuses)}`
-      )
-    cpuLine("replay", replay)
-    cpuLine("challenge", challenge)
-    cpuLine("health", health)
-    console.log(`analysis   ${fmt(overhead.subjectMs, 1)} ms vs ${fmt(overhead.baselineMs, 1)} ms (${(large.length / 1e6).toFixed(2)} MB JPEG)`)
-    console.log(
-      `peak RSS   ${fmt(rss.subject, 0)} MiB vs ${fmt(rss.baseline, 0)} MiB serving the photos; ` +
-        `${fmt(startPeak.subject, 0)} MiB vs ${fmt(startPeak.baseline, 0)} MiB while starting`
-    )
-    console.log(`\nmemory of morsel at idle (after start, nothing served):\n  ${describeBreakdown(memoryIdle.subject).replace("\n", "\n  ")}`)
-    console.log(`memory of morsel after the three photos:\n  ${describeBreakdown(memoryAfter.subject).replace("\n", "\n  ")}`)
-    console.log(`food index of ${FOODS_DIR}: ${fmt(foodIndexMiB, 0)} MiB of V8 heap`)
-    console.log(`memory of the floor at idle: ${describeMappings(memoryIdle.baseline)}`)
-    console.log(`memory of the floor after the photos: ${describeMappings(memoryAfter.baseline)}`)
-    for (const i of idle) console.log(`idle ${IDLE_SECONDS} s after start, ${i.start} (ready in ${fmt(i.readyMs / 1000, 1)} s): ${describeMappings(i)}`)
-    if (sandboxPhotos !== undefined) {
-      const box = sandboxPhotos.container
-      console.log(
-        `sandbox serving three concurrent photos: server peak ${fmt(sandboxPhotos.serverPeak, 0)} MiB (its start included)` +
-          (box === undefined
-            ? `; no memory cgroup to run it in here`
-            : `; in a ${box.kind} limited to ${CONTAINER_MIB} MiB, peak ${fmt(box.peak, 0)} MiB with the page cache, ${box.refusals} allocations refused`)
-      )
+    const text = await acceptsText(subjects[0]!)
+    if (RUNS > 1) {
+      console.log(`\n${`figure: median of ${RUNS} runs [lowest–highest]`.padEnd(58)} ${"goal".padStart(8)} ${subjects.map((s) => s.label.padStart(19)).join(" ")}`)
+      for (const [r, row] of runs[0]!.rows.entries()) {
+        const cell = (label: string) => {
+          const values = runs.map((run) => run.rows[r]!.values[label] ?? Number.NaN).sort((x, y) => x - y)
+          return `${fmt(median(values))} [${fmt(values[0]!)}–${fmt(values[values.length - 1]!)}]`.padStart(19)
+        }
+        console.log(`${row.figure.padEnd(58)} ${row.goal.padStart(8)} ${subjects.map((s) => cell(s.label)).join(" ")}`)
+      }
     }
-    console.log("")
-    console.log(`npm start  ${fmt(start.firstMs / 1000, 1)} s ${databaseUrl === undefined ? "on a new embedded database" : "on the first start"}, ${fmt(start.restartMs / 1000, 1)} s on restart`)
-    console.log(`matcher    1 item ${fmt(median(one), 1)} ms, 20 items ${fmt(median(twenty), 1)} ms`)
+    const growthFigures = args.includes("--growth") ? await growth({ subjects, floor, databaseUrl, modelUrl, trees }) : undefined
+    const starts = args.includes("--starts") ? await startsAndIdle(root, modelUrl, databaseUrl) : undefined
 
     const resultsDir = join(root, "bench/results")
     mkdirSync(resultsDir, { recursive: true })
-    const file = join(resultsDir, `service-${databaseUrl === undefined ? "embedded" : "postgres"}-${new Date().toISOString().replace(/[:.]/g, "-")}.json`)
-    const report = { database, at: new Date().toISOString(), rows, replay, challenge, health, overhead, rss, memoryIdle, memoryAfter, foodIndexMiB, idle, sandboxPhotos, matcher: { one, twenty, matcherMsPerItem }, start }
+    const file = join(resultsDir, `service-${database}-${new Date().toISOString().replace(/[:.]/g, "-")}.json`)
+    const loadAfter = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")
+    const report = { database, at: new Date().toISOString(), loadAverage: [load0, loadAfter], trees, restartMs: Object.fromEntries(subjects.map((s) => [s.label, s.server.readyMs])), runs, text, growth: growthFigures, starts }
     writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
-    console.log(`\nwritten ${file}`)
+    console.log(`\nload average ${load0} before, ${loadAfter} after; written ${file}`)
   } finally {
+    for (const s of subjects) await s.server.stop()
     for (const child of children) await child.stop()
-    rmSync(dataDir, { recursive: true, force: true })
+    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
+    if (databaseUrl !== undefined) for (const s of subjects) if (s.database !== undefined) await dropDatabase(databaseUrl, s.database)
   }
 }
 
-/**
- * The PostgreSQL pass after the embedded one, when only TEST_DATABASE_URL names a server: on a database of its own
- * there (`morsel_bench`, made when missing), by this script again with DATABASE_URL.
- */
-const postgresPass = async (serverUrl: string) => {
-  const url = new URL(serverUrl)
-  url.pathname = "/morsel_bench"
-  await Effect.runPromise(
-    Effect.scoped(
-      Effect.flatMap(PgClient.make({ url: Redacted.make(serverUrl), maxConnections: 1 }), (sql) =>
-        sql.unsafe("CREATE DATABASE morsel_bench").pipe(Effect.catchAll(() => Effect.void))
-      )
-    ).pipe(Effect.provide(Reactivity.layer))
-  )
-  console.log("")
-  await new Promise<void>((resolve, reject) =>
-    spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url)], { stdio: "inherit", env: { ...process.env, DATABASE_URL: url.toString() } }).on(
-      "exit",
-      (code) => (code === 0 ? resolve() : reject(new Error(`the PostgreSQL pass exited with ${code}`)))
-    )
+/** POST /v1/nutrition with `count` items, every other one by text and the rest by id. */
+const nutritionItems = (count: number): Call => {
+  const texts = ["rice, white, cooked", "chicken breast", "broccoli", "olive oil", "tofu"]
+  const ids = ["20045", "05064", "11090", "04053", "16427"]
+  const items = Array.from({ length: count }, (_, i) => (i % 2 === 0 ? { query: texts[Math.floor(i / 2) % texts.length], grams: 100 } : { fdc_id: ids[i % ids.length], grams: 50 }))
+  return { method: "POST", path: "/v1/nutrition", body: Buffer.from(JSON.stringify({ items })) }
+}
+
+/** The same call as a page of the service itself would send it (an Origin the service trusts). */
+const withOrigin = (call: Call, s: Subject): Call => ({ ...call, headers: { ...call.headers, origin: `http://127.0.0.1:${s.server.port}` } })
+
+/** A meal of ten foods in words. */
+const nutritionText: Call = {
+  method: "POST",
+  path: "/v1/nutrition",
+  body: Buffer.from(
+    JSON.stringify({
+      text: "2 eggs, a slice of toast with butter, a banana, 150 g rice, cooked, a cup of black beans, 100 g chicken breast, a tablespoon of olive oil, an apple, a glass of milk and 30 g cheddar cheese"
+    })
   )
 }
 
+/** Whether the server reads a meal in words (`{text}`); one that does not answers 400. */
+const acceptsText = async (s: Subject) => (await send(s.server.port, nutritionText)).status === 200
+
+/**
+ * The PostgreSQL pass after the embedded one, when only TEST_DATABASE_URL names a server: this script again with
+ * DATABASE_URL set to it (its databases are made on that server and dropped).
+ */
+const postgresPass = (serverUrl: string) =>
+  new Promise<void>((done, fail) =>
+    spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), ...args], { stdio: "inherit", env: { ...process.env, DATABASE_URL: serverUrl } }).on(
+      "exit",
+      (code) => (code === 0 ? done() : fail(new Error(`the PostgreSQL pass exited with ${code}`)))
+    )
+  )
+
 const isRole = (name: string | undefined): name is keyof typeof roles => name !== undefined && Object.hasOwn(roles, name)
-const role = process.argv[2]
+const role = args[0]
 if (isRole(role)) {
   await roles[role]()
 } else {
   await orchestrate()
   const testServer = process.env["TEST_DATABASE_URL"]
-  if (databaseUrl === undefined && testServer !== undefined) await postgresPass(testServer)
+  if (databaseUrl === undefined && testServer !== undefined) {
+    console.log("")
+    await postgresPass(testServer)
+  }
 }

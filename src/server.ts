@@ -19,7 +19,7 @@ import type { Processor } from "./credits/Processor.ts"
 import { ProcessorLive } from "./credits/ProcessorStripe.ts"
 import * as Database from "./db/Database.ts"
 import { SharedClockLive } from "./db/sharedClock.ts"
-import type { FoodDb } from "./foods/FoodDb.ts"
+import { FoodDb } from "./foods/FoodDb.ts"
 import { FoodDbLive } from "./foods/FoodDbLive.ts"
 import { FoodsHttpLive } from "./foods/http.ts"
 import { FoodsLaneLive } from "./foods/lane.ts"
@@ -32,8 +32,10 @@ import { TransportGuard } from "./http/transport.ts"
 import { type Limits, LimitsLive } from "./limits/Limits.ts"
 import { FoodLimitsLive } from "./limits/FoodLimits.ts"
 import { McpRoute } from "./mcp/McpRoute.ts"
+import { collectStartGarbage } from "./memory.ts"
 import { announce } from "./observability/banner.ts"
 import { MetricsRoutes } from "./observability/metrics.ts"
+import { requestLog } from "./observability/requestLog.ts"
 import { TracingLive } from "./observability/tracing.ts"
 import { WebRoute } from "./web/WebRoute.ts"
 import { PaymentResolutions } from "./x402/Reconciler.ts"
@@ -138,7 +140,7 @@ export const serveDependencies = <E, R, EF = never, RF = never, ER = never, RR =
   routes: Layer.Layer<never, ER, RR>,
   routeServices: Layer.Layer<AS, ES, RS>
 ) =>
-  Layer.mergeAll(HttpLayerRouter.serve(routesWith(routes), { disableListenLog: true }), FastLaneLive, FoodsLaneLive, StaleAttemptSweeperLive).pipe(
+  Layer.mergeAll(HttpLayerRouter.serve(routesWith(routes), { disableListenLog: true, disableLogger: true, middleware: requestLog }), FastLaneLive, FoodsLaneLive, StaleAttemptSweeperLive).pipe(
     // One count of the free food calls per instance, whichever face (REST, its lane, MCP) takes the call.
     Layer.provide(FoodLimitsLive),
     Layer.provide(ReplayCacheLive),
@@ -172,12 +174,19 @@ export const serveWith = <const P extends Parts>(parts: P) => {
   )
 }
 
+/**
+ * The food index is built while the server already answers (its start's garbage collected then, src/memory.ts):
+ * once the index is ready, what building it left behind is collected and the heap compacted again, before the
+ * first photos come, instead of staying under every later peak.
+ */
+const CompactedOnceIndexed = Layer.scopedDiscard(Effect.flatMap(FoodDb, (foods) => Effect.forkScoped(Effect.zipRight(foods.reader, collectStartGarbage))))
+
 /** The production server: settings from the environment, the configured database, a real port. */
 export const ServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (settings) =>
     serveWith({
       vision: VisionModelLive,
-      foods: FoodDbLive,
+      foods: CompactedOnceIndexed.pipe(Layer.provideMerge(FoodDbLive)),
       limits: LimitsLive,
       // Instances on one database read the time from its clock (corrected locally), so their leases and windows agree.
       database: SharedClockLive.pipe(Layer.provideMerge(Database.servingLayer)),

@@ -1,10 +1,11 @@
 /**
  * The floor of the service benchmark, run by plain Node with nothing of morsel loaded: a bare `node:http` server
- * that reads the body, parses the JSON, decodes the base64, reads the JPEG's size from its SOF marker and downscales
- * the photo to 1024 px with sharp at its defaults. GET /health answers fixed bytes; POST /set stores bytes that any
+ * that reads the body, parses the JSON, decodes the base64, reads the JPEG's size from its SOF marker, downscales
+ * the photo to 1024 px with sharp at its defaults and sends it to the benchmark's model ($MODEL_URL, the service's
+ * too) as a chat completion, whose answer it reads. GET /health answers fixed bytes; POST /set stores bytes that any
  * other POST then answers (the replay baseline). Prints `READY <port>` once listening on 127.0.0.1:$PORT.
  */
-import { createServer } from "node:http"
+import { Agent, createServer, request as post } from "node:http"
 import sharp from "sharp"
 
 /** Width and height from the first start-of-frame marker (SOF0–SOF15 except DHT, JPG and DAC). */
@@ -29,6 +30,23 @@ const readBody = (request) =>
     request.on("error", reject)
   })
 
+const modelUrl = new URL(`${process.env.MODEL_URL ?? "http://127.0.0.1:9/v1"}/chat/completions`)
+const agent = new Agent({ keepAlive: true })
+
+/** The photo to the model as the service sends it (a data URL in a user message), and the model's answer parsed. */
+const askModel = (jpeg) =>
+  new Promise((resolve, reject) => {
+    const body = JSON.stringify({
+      model: "bench",
+      messages: [{ role: "user", content: [{ type: "text", text: "Estimate the meal." }, { type: "image_url", image_url: { url: `data:image/jpeg;base64,${jpeg.toString("base64")}` } }] }]
+    })
+    const req = post(modelUrl, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      readBody(res).then((bytes) => resolve(JSON.parse(JSON.parse(bytes.toString("utf8")).choices[0].message.content)), reject)
+    })
+    req.on("error", reject)
+    req.end(body)
+  })
+
 const health = Buffer.from(JSON.stringify({ status: "ok" }))
 let replay = Buffer.from("{}")
 
@@ -48,7 +66,8 @@ const server = createServer(async (request, response) => {
         .resize({ width: 1024, height: 1024, fit: "inside", withoutEnlargement: true })
         .jpeg({ quality: 85 })
         .toBuffer()
-      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ width, height, bytes: prepared.length }))
+      const meal = await askModel(prepared)
+      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ width, height, bytes: prepared.length, items: meal.items.length }))
     } else {
       response.writeHead(200, { "content-type": "application/json" }).end(replay)
     }

@@ -18,7 +18,7 @@ export interface Reply {
   readonly body: Buffer
 }
 
-export const send = (port: number, call: Call, agent?: Agent, timeoutMs = 60_000): Promise<Reply> =>
+export const send = (port: number, call: Call, agent?: Agent, timeoutMs = 180_000): Promise<Reply> =>
   new Promise((resolve, reject) => {
     const req = request(
       {
@@ -40,7 +40,7 @@ export const send = (port: number, call: Call, agent?: Agent, timeoutMs = 60_000
       }
     )
     req.on("error", reject)
-    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)))
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer to ${call.method} ${call.path} on port ${port} within ${timeoutMs} ms`)))
     req.end(call.body)
   })
 
@@ -73,6 +73,11 @@ export const resetPeakRss = (pid: number): void => writeFileSync(`/proc/${pid}/c
 export interface LoadResult {
   readonly requests: number
   readonly perSecond: number
+  /** Median and 95th percentile latency of the measured requests, in ms. */
+  readonly p50: number
+  readonly p95: number
+  /** The load generator's own CPU (this process) while it sent them, as a share of one core. */
+  readonly generatorCpu: number
   /** Server CPU per request, in ms (the process, plus any extra processes counted by `extraCpu`). */
   readonly cpuMsPerRequest: number
   readonly statuses: Readonly<Record<number, number>>
@@ -86,14 +91,28 @@ export const load = async (
   port: number,
   pid: number,
   call: Call,
-  options: { readonly connections: number; readonly seconds: number; readonly maxRequests: number; readonly extraCpu?: () => Promise<number> }
+  options: {
+    readonly connections: number
+    readonly seconds: number
+    readonly maxRequests: number
+    /** The server's CPU in ms (default: the process `pid`'s). */
+    readonly serverCpu?: () => number
+    readonly extraCpu?: () => Promise<number>
+    /** Further servers of the same service, each connection sending to one of them in turn with `port`. */
+    readonly ports?: ReadonlyArray<number>
+  }
 ): Promise<LoadResult> => {
   const agent = new Agent({ keepAlive: true, maxSockets: options.connections })
+  const latencies: Array<number> = []
   const run = async (until: number, budget: { left: number }, statuses: Record<number, number>) => {
-    const loop = async () => {
+    const loop = async (_: unknown, connection: number) => {
+      const all = [port, ...(options.ports ?? [])]
+      const to = all[connection % all.length]!
       while (performance.now() < until && budget.left > 0) {
         budget.left--
-        const reply = await send(port, call, agent)
+        const sent = performance.now()
+        const reply = await send(to, call, agent)
+        latencies.push(performance.now() - sent)
         statuses[reply.status] = (statuses[reply.status] ?? 0) + 1
       }
     }
@@ -101,14 +120,28 @@ export const load = async (
     return options.maxRequests - budget.left
   }
   await run(performance.now() + 300, { left: options.maxRequests }, {})
+  latencies.length = 0
   const statuses: Record<number, number> = {}
-  const cpuBefore = cpuMs(pid) + ((await options.extraCpu?.()) ?? 0)
+  const serverCpu = options.serverCpu ?? (() => cpuMs(pid))
+  const cpuBefore = serverCpu() + ((await options.extraCpu?.()) ?? 0)
+  const generatorBefore = process.cpuUsage()
   const started = performance.now()
   const requests = await run(started + options.seconds * 1000, { left: options.maxRequests }, statuses)
-  const elapsed = (performance.now() - started) / 1000
-  const cpuAfter = cpuMs(pid) + ((await options.extraCpu?.()) ?? 0)
+  const elapsedMs = performance.now() - started
+  const generator = process.cpuUsage(generatorBefore)
+  const cpuAfter = serverCpu() + ((await options.extraCpu?.()) ?? 0)
   agent.destroy()
-  return { requests, perSecond: requests / elapsed, cpuMsPerRequest: (cpuAfter - cpuBefore) / requests, statuses }
+  latencies.sort((a, b) => a - b)
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN
+  return {
+    requests,
+    perSecond: requests / (elapsedMs / 1000),
+    p50: at(0.5),
+    p95: at(0.95),
+    generatorCpu: (generator.user + generator.system) / 1000 / elapsedMs,
+    cpuMsPerRequest: (cpuAfter - cpuBefore) / requests,
+    statuses
+  }
 }
 
 /** Latencies in ms of `count` calls made one after another (c = 1), each built fresh by `make`. */

@@ -30,11 +30,11 @@ export const morselEnv = (dataDir: string): Record<string, string> => ({
   )
 })
 
-/** POST /v1/analyze paid with the benchmark's credits. */
-export const analyzeCall = (image: Buffer, key: string, language: "en" | "lt" = "en"): Call => ({
+/** POST /v1/analyze paid with credits: the in-memory credits of the profiled role, or a funded key's `authorization`. */
+export const analyzeCall = (image: Buffer, key: string, language: "en" | "lt" = "en", authorization = BENCH_KEY): Call => ({
   method: "POST",
   path: "/v1/analyze",
-  headers: { authorization: BENCH_KEY, "idempotency-key": key },
+  headers: { authorization, "idempotency-key": key },
   body: Buffer.from(JSON.stringify({ image_base64: image.toString("base64"), mime_type: "image/jpeg", language }))
 })
 
@@ -81,8 +81,11 @@ export const photos = async () => {
   const small = await sharp({ create: { width: 64, height: 64, channels: 3, background: { r: 200, g: 120, b: 40 } } })
     .jpeg({ quality: 80 })
     .toBuffer()
-  const width = 2048
-  const height = 1536
+  return { small, large: await photoOf(2048, 1536, 1_950_000) }
+}
+
+/** A width × height JPEG of at most `maxBytes`, as large as a quality step allows: noise on a colour gradient. */
+export const photoOf = async (width: number, height: number, maxBytes: number) => {
   const pixels = Buffer.alloc(width * height * 3)
   let seed = 42
   for (let y = 0; y < height; y++) {
@@ -97,9 +100,9 @@ export const photos = async () => {
   const encode = (quality: number) => sharp(pixels, { raw: { width, height, channels: 3 } }).jpeg({ quality }).toBuffer()
   let quality = 95
   let large = await encode(quality)
-  while (large.length > 1_950_000 && quality > 40) {
+  while (large.length > maxBytes && quality > 20) {
     quality -= 1
     large = await encode(quality)
   }
-  return { small, large }
+  return large
 }

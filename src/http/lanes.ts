@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Effect, FiberRef, FiberRefs, LogLevel, Option, Runtime } from "effect"
 import { AppConfig } from "../config.ts"
-import { count, fastLaneAnswers, httpRequests } from "../observability/metrics.ts"
+import { countNow, fastLaneAnswers, httpRequests } from "../observability/metrics.ts"
 import { FrontDoor, type FrontServer, type Lane } from "./nodeServer.ts"
 import { isJson } from "./transport.ts"
 
@@ -31,15 +31,15 @@ export const laneDoor = Effect.gen(function* () {
   if (Option.isNone(door) || Option.isSome(settings.otlpEndpoint)) return Option.none<LaneDoor>()
   const server = door.value
   const runtime = yield* Effect.runtime<never>()
-  const logsRequests = LogLevel.greaterThanEqual(LogLevel.Info, FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentMinimumLogLevel))
+  const logsRequests = LogLevel.greaterThanEqual(LogLevel.Debug, FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentMinimumLogLevel))
 
-  /** What the stack's middleware does for every answer: count it, and log it where the level admits. */
+  /** What the stack's middleware does for every answer: count it, and log it where the level admits (src/observability/requestLog.ts). */
   const observe = ({ kind, method, route, status }: LaneAnswer) => {
-    const counted = count(fastLaneAnswers, { answer: kind })
-    Runtime.runSync(runtime)(settings.metrics ? Effect.zipRight(counted, count(httpRequests, { route, status: String(status) })) : counted)
+    countNow(fastLaneAnswers, { answer: kind })
+    if (settings.metrics) countNow(httpRequests, { route, status: String(status) })
     if (logsRequests) {
       Runtime.runFork(runtime)(
-        Effect.log("Sent HTTP response").pipe(
+        Effect.logDebug("Sent HTTP response").pipe(
           Effect.annotateLogs({ "http.method": method, "http.url": route, "http.status": status }),
           Effect.withLogSpan("http.span.lane")
         )

@@ -39,9 +39,24 @@ export const outcomeOf = <A, E extends { readonly error: { readonly code: string
     onFailure: (cause) => Option.match(Cause.failureOption(cause), { onNone: () => "internal_error", onSome: (e) => e.error.code })
   })
 
+/** Each counter with each set of labels it was counted with, made once: a count does not build and hash its key again. */
+const taggings = new WeakMap<Metric.Metric.Counter<number>, Map<string, Metric.Metric.Counter<number>>>()
+const tagged = (metric: Metric.Metric.Counter<number>, labels: Readonly<Record<string, string>>) => {
+  const byLabels = taggings.get(metric) ?? new Map<string, Metric.Metric.Counter<number>>()
+  taggings.set(metric, byLabels)
+  const key = JSON.stringify(labels)
+  const known = byLabels.get(key)
+  if (known !== undefined) return known
+  const made = Metric.taggedWithLabels(metric, Object.entries(labels).map(([name, value]) => MetricLabel.make(name, value)))
+  byLabels.set(key, made)
+  return made
+}
+
 /** Counts one event of a labelled counter. */
-export const count = (metric: Metric.Metric.Counter<number>, labels: Readonly<Record<string, string>> = {}) =>
-  Metric.increment(Metric.taggedWithLabels(metric, Object.entries(labels).map(([key, value]) => MetricLabel.make(key, value))))
+export const count = (metric: Metric.Metric.Counter<number>, labels: Readonly<Record<string, string>> = {}) => Metric.increment(tagged(metric, labels))
+
+/** The same, at once and outside any fiber: for answers given in plain Node (the lanes). */
+export const countNow = (metric: Metric.Metric.Counter<number>, labels: Readonly<Record<string, string>> = {}) => tagged(metric, labels).unsafeUpdate(1, [])
 
 // ---- Prometheus text exposition ----
 
