@@ -60,11 +60,16 @@ function sourceOf(item) {
   return source
 }
 
-/** The component's name, with the amount as the person gave it and a mark when they corrected it. */
+/** The component's name, with what was read from the person's words (or the amount they gave) and a mark when they corrected it. */
 function nameOf(item) {
   const name = document.createElement("span")
   name.textContent = item.name
-  if (item.amount) {
+  if (item.read) {
+    const read = document.createElement("small")
+    read.className = "read"
+    read.textContent = item.read
+    name.append(" ", read)
+  } else if (item.amount) {
     const small = document.createElement("small")
     small.textContent = item.amount
     name.append(" ", small)
