@@ -195,10 +195,10 @@ describe.skipIf(!existsSync(CHROMIUM))("a meal in words and a photo's more nutri
         const eggs120 = (await nutrition({ items: [{ fdc_id: eggs.fdc_id, grams: 120 }] })).items[0]!
         const after = await rows(page)
         expect(after.map((r) => r[0])).toEqual([
-          `${eggs.query}\n2 large eggs → 120 g, as you set it corrected`,
+          `${eggs.query} corrected\n2 large eggs → 120 g, as you set it`,
           `${expected.items[1]!.query}\n${readLine(expected.items[1]!)}`,
           `${expected.items[2]!.query}\n${readLine(expected.items[2]!)}`,
-          `${pie.query}\n${readLine(pie)} corrected`
+          `${pie.query} corrected\n${readLine(pie)}`
         ])
         expect(after[0]!.slice(1, 6)).toEqual(["120.0", ...figures(eggs120.nutrition)])
         expect(after[3]!.slice(1, 6)).toEqual([one(pie.grams), ...figures(pie.nutrition)])
