@@ -175,6 +175,11 @@ describe.skipIf(!existsSync(CHROMIUM))("a meal in words and a photo's more nutri
         expect(await page.locator("#more dd").allTextContents()).toEqual(MORE.map(([key, , unit, digits]) => `${fixed(expected.totals[key] ?? 0, digits)} ${unit}`))
         expect(await fits(page)).toEqual({ sideways: false, outside: [] })
         await page.screenshot({ path: join(artifacts, `web-page-words-${name}.png`), fullPage: true })
+        if (name === "phone") {
+          await page.setViewportSize({ width: 360, height: 780 })
+          expect(await fits(page)).toEqual({ sideways: false, outside: [] })
+          await page.setViewportSize(viewport)
+        }
 
         // The eggs' grams typed: a correction of one food.
         const eggs = expected.items[0]!

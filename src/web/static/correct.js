@@ -203,7 +203,7 @@ export const rereadEditing = (text) => (state.editing >= 0 ? reread(state.editin
 /** The meal as it stands: the answer's own totals until something is corrected, then the items added up again. */
 function render(scroll = false) {
   const { meal } = state
-  const items = meal.entries.map((entry, index) => ({
+  const items = meal.entries.map((entry) => ({
     ...entry.now,
     read: readOf(entry.now),
     corrected: isCorrected(entry),
