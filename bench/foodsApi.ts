@@ -1,7 +1,7 @@
 /**
  * The free food paths through HTTP on the server as `npm start` runs it (built tree, embedded database with its real
  * ledger and limits, the shipped SR28 copy on a new folder): latency per call of GET /v1/foods and POST
- * /v1/nutrition (1 and 20 items, by text and by id), side by side with GET /health in alternating rounds, and the
+ * /v1/nutrition (1 and 20 items, by text and by id, and a meal of ten foods in words), side by side with GET /health in alternating rounds, and the
  * start-up cost of the food index. LIMIT_FOODS_PER_MINUTE is raised to 1,000,000, the one setting changed.
  */
 import { spawn, spawnSync } from "node:child_process"
@@ -56,6 +56,13 @@ const BY_ID: ReadonlyArray<Record<string, unknown>> = [
   { fdc_id: "09003", grams: 180 }
 ]
 
+/** Meals in words of ten foods each, as people write them: counts, household words, grams, containers, no amounts. */
+const MEALS = [
+  "2 eggs, a slice of toast with butter, a latte, an apple, a glass of milk, 150 g rice, 1 tbsp olive oil, 3 oz chicken breast, a can of coke and two slices of pizza",
+  "For lunch I had a turkey sandwich, a banana, a handful of almonds, 1 cup greek yogurt, some blueberries, a bagel with cream cheese, 2 tbsp peanut butter, a cup of coffee and an orange",
+  "half a cup of oatmeal\n1½ cups milk\n2 large eggs\n3 strips of bacon\n1 medium banana\na glass of orange juice\ncoffee with sugar\n2 pancakes\nmaple syrup"
+]
+
 const byQuery = (i: number) => ({ query: QUERIES[i % QUERIES.length]!, grams: 100 + (i % 7) * 10 })
 const byId = (i: number) => BY_ID[i % BY_ID.length]!
 
@@ -73,7 +80,8 @@ const KINDS: ReadonlyArray<{ readonly label: string; readonly call: (i: number) 
   { label: "POST /v1/nutrition, 1 item by fdc_id", call: (i) => nutrition([byId(i)]) },
   { label: "POST /v1/nutrition, 20 items by text", call: (i) => nutrition(Array.from({ length: 20 }, (_, k) => byQuery(i + k))) },
   { label: "POST /v1/nutrition, 20 items by fdc_id", call: (i) => nutrition(Array.from({ length: 20 }, (_, k) => byId(i + k))) },
-  { label: "POST /v1/nutrition, 20 items, 10 + 10", call: (i) => nutrition(Array.from({ length: 20 }, (_, k) => (k % 2 === 0 ? byQuery(i + k) : byId(i + k)))) }
+  { label: "POST /v1/nutrition, 20 items, 10 + 10", call: (i) => nutrition(Array.from({ length: 20 }, (_, k) => (k % 2 === 0 ? byQuery(i + k) : byId(i + k)))) },
+  { label: "POST /v1/nutrition, a 10-food meal in words", call: (i) => ({ method: "POST", path: "/v1/nutrition", body: Buffer.from(JSON.stringify({ text: MEALS[i % MEALS.length] })) }) }
 ]
 
 const ROUNDS = Number(process.env["ROUNDS"] ?? "20")

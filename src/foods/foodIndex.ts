@@ -5,6 +5,7 @@ import { type Family, FAMILIES, type FamilyMember } from "./generic.ts"
 import type { PreparedQuery } from "./query.ts"
 import { DIET_VARIANT, formOf, isCookedByDefault, oddPartOf, recordPrior } from "./recordTraits.ts"
 import type { FoodRecord } from "./records.ts"
+import { countPostings, type TermStats, termStats } from "./terms.ts"
 import { brandWords, descriptionAsides, descriptionSegments, plainKey, type StateWord, stateOf, stem } from "./text.ts"
 import { CATEGORY_WORDS, DRY_FORMS, NAME_ENDS, NEUTRAL, NOT_COOKING, usefulCommonNames } from "./vocabulary.ts"
 
@@ -69,6 +70,8 @@ export interface FoodIndex {
   readonly size: number
   readonly foods: ReadonlyArray<IndexedFood>
   readonly search: MiniSearch<SearchDoc>
+  /** The search index's words with their postings: what a search would read is priced before it runs. */
+  readonly terms: TermStats
   readonly idf: ReadonlyMap<string, number>
   readonly maxIdf: number
   /** Generic names ("nuts", "seafood") by their plain key, with the family members that stand for them. */
@@ -236,12 +239,17 @@ function* indexing(records: ReadonlyArray<FoodRecord>): Generator<void, FoodInde
     processTerm: (term) => (term.length > 0 ? term : null),
     searchOptions: { boost: FIELD_BOOST }
   })
+  const postings = new Map<string, number>()
   for (const [id, food] of staged.entries()) {
-    search.add({ id, ...food.searchDoc })
+    const doc = food.searchDoc
+    search.add({ id, ...doc })
+    countPostings(postings, [doc.name, doc.description, doc.common, doc.langual, doc.group])
     yield
   }
+  const terms = termStats(postings)
+  yield
   const families = yield* familiesOf(foods)
-  return { size: foods.length, foods, search, idf, maxIdf: Math.log(n + 1), families, prepared: new Map(), searches: new Map() }
+  return { size: foods.length, foods, search, terms, idf, maxIdf: Math.log(n + 1), families, prepared: new Map(), searches: new Map() }
 }
 
 /** Builds the warm index over every record, search index included (0.6–3 s for SR28's 8,789 foods, more on a loaded machine). */
@@ -298,9 +306,12 @@ function* familiesOf(foods: ReadonlyArray<IndexedFood>): Generator<void, Readonl
   return out
 }
 
+/** How many edits a misspelt word may be from a known one: one in four letters, at most three. */
+export const spellingDistance = (word: string) => Math.min(3, Math.round(word.length * 0.25))
+
 /** The known word closest to a misspelt one, within one edit in four letters ("brocolli" is "broccoli", "farro" is not "taro"). */
 export const correctSpelling = (index: FoodIndex, word: string): string | undefined => {
   if (word.length < 4) return undefined
-  const [best] = index.search.autoSuggest(word, { fuzzy: 0.25, prefix: false, boost: FIELD_BOOST })
+  const [best] = index.search.autoSuggest(word, { fuzzy: spellingDistance(word), prefix: false, boost: FIELD_BOOST })
   return best?.terms[0]
 }

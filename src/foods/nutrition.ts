@@ -1,59 +1,71 @@
 /**
  * Food search, lookups and nutrition for named foods, as every face serves them (REST, MCP): the one place their
- * arithmetic lives. The four of an analysis scale as an analysis item's do (analysis/portions.ts); the nine more
- * nutrients scale the same way and stay null when the record lacks them. A total is null when any item lacks it.
+ * arithmetic lives. `per_100g` is the record's own figures; an item's nutrition is per_100g × grams ÷ 100 and a total
+ * the sum of the items' figures, each to at most two decimals, so a caller can redo the sums from the answer. A more
+ * nutrient stays null when the record lacks it, and a total is null when any item lacks it.
  */
 import { Effect, Option } from "effect"
-import { nutritionFor, roundGrams, roundNutrient, roundNutrition, sumGrams, sumNutrition } from "../analysis/portions.ts"
+import { roundGrams, sumGrams } from "../analysis/portions.ts"
 import { InvalidRequest, NotFound } from "../domain/errors.ts"
 import { FoodDb, type FoodReader } from "./FoodDb.ts"
-import type { Nutrition } from "../domain/schemas.ts"
 import { type FoodPortion, type FoodRecord, type MoreNutrient, type MoreNutrients, UNKNOWN_NUTRIENTS } from "./records.ts"
-import type { Food, FoodNutrition, NutritionItem, NutritionItemRequest, NutritionRequest, NutritionResult } from "./schemas.ts"
+import { type Food, type FoodNutrition, GRAMS_MAX, GRAMS_MIN, type NutritionItem, type NutritionItemRequest, type NutritionRequest, type NutritionResult } from "./schemas.ts"
 import { mealNutritionOf } from "./words/answer.ts"
 import { spelledRow } from "./words/grams.ts"
 
 const moreOf = (record: FoodRecord): MoreNutrients => record.more ?? UNKNOWN_NUTRIENTS
 
-const scaled = (v: number | null, grams: number) => (v === null ? null : roundNutrient((v * grams) / 100))
+/**
+ * Hundredths, half up on the decimal figure: the food paths' figures have at most two decimals (the analysis keeps its
+ * own tenths). 0.85 × 150 ÷ 100 is 1.2749999… in binary and 1.275 in decimal, as a caller writes it: 1.28.
+ */
+export const hundredths = (v: number) => Math.round(Number((v * 100).toPrecision(12))) / 100
+
+const scaled = (v: number, grams: number) => hundredths((v * grams) / 100)
+const scaledOrNull = (v: number | null, grams: number) => (v === null ? null : scaled(v, grams))
 
 // The nutrition objects below are written out as literals of one shape: built by spreading and keyed writes, each
 // took 50–90 µs to make, most of a 20-item nutrition call.
-const scaleMore = (more: MoreNutrients, grams: number): MoreNutrients => ({
-  fiber_g: scaled(more.fiber_g, grams),
-  sugars_g: scaled(more.sugars_g, grams),
-  saturated_fat_g: scaled(more.saturated_fat_g, grams),
-  sodium_mg: scaled(more.sodium_mg, grams),
-  cholesterol_mg: scaled(more.cholesterol_mg, grams),
-  potassium_mg: scaled(more.potassium_mg, grams),
-  calcium_mg: scaled(more.calcium_mg, grams),
-  iron_mg: scaled(more.iron_mg, grams),
-  vitamin_c_mg: scaled(more.vitamin_c_mg, grams)
+/** Nutrition of `grams` of a food, every figure from the per_100g the answer shows. */
+const scaleAll = (per100g: FoodNutrition, grams: number): FoodNutrition => ({
+  kcal: scaled(per100g.kcal, grams),
+  protein_g: scaled(per100g.protein_g, grams),
+  carbs_g: scaled(per100g.carbs_g, grams),
+  fat_g: scaled(per100g.fat_g, grams),
+  fiber_g: scaledOrNull(per100g.fiber_g, grams),
+  sugars_g: scaledOrNull(per100g.sugars_g, grams),
+  saturated_fat_g: scaledOrNull(per100g.saturated_fat_g, grams),
+  sodium_mg: scaledOrNull(per100g.sodium_mg, grams),
+  cholesterol_mg: scaledOrNull(per100g.cholesterol_mg, grams),
+  potassium_mg: scaledOrNull(per100g.potassium_mg, grams),
+  calcium_mg: scaledOrNull(per100g.calcium_mg, grams),
+  iron_mg: scaledOrNull(per100g.iron_mg, grams),
+  vitamin_c_mg: scaledOrNull(per100g.vitamin_c_mg, grams)
 })
 
-const withMore = (n: Nutrition, more: MoreNutrients): FoodNutrition => ({
-  kcal: n.kcal,
-  protein_g: n.protein_g,
-  carbs_g: n.carbs_g,
-  fat_g: n.fat_g,
-  fiber_g: more.fiber_g,
-  sugars_g: more.sugars_g,
-  saturated_fat_g: more.saturated_fat_g,
-  sodium_mg: more.sodium_mg,
-  cholesterol_mg: more.cholesterol_mg,
-  potassium_mg: more.potassium_mg,
-  calcium_mg: more.calcium_mg,
-  iron_mg: more.iron_mg,
-  vitamin_c_mg: more.vitamin_c_mg
-})
-
-/** A record's per-100 g figures never change: made once per record. */
+/** A record's per-100 g figures as it has them: made once per record. */
 const per100gMade = new WeakMap<FoodRecord, FoodNutrition>()
 
 const per100gOf = (record: FoodRecord): FoodNutrition => {
   let made = per100gMade.get(record)
   if (made === undefined) {
-    made = withMore(roundNutrition(record.per100g), scaleMore(moreOf(record), 100))
+    const n = record.per100g
+    const more = moreOf(record)
+    made = {
+      kcal: n.kcal,
+      protein_g: n.protein_g,
+      carbs_g: n.carbs_g,
+      fat_g: n.fat_g,
+      fiber_g: more.fiber_g,
+      sugars_g: more.sugars_g,
+      saturated_fat_g: more.saturated_fat_g,
+      sodium_mg: more.sodium_mg,
+      cholesterol_mg: more.cholesterol_mg,
+      potassium_mg: more.potassium_mg,
+      calcium_mg: more.calcium_mg,
+      iron_mg: more.iron_mg,
+      vitamin_c_mg: more.vitamin_c_mg
+    }
     per100gMade.set(record, made)
   }
   return made
@@ -100,54 +112,75 @@ const unitRefused = (index: number, record: FoodRecord, unit: string) => {
   })
 }
 
+/** A portion whose grams fall outside the bound of `grams` (a huge or tiny amount) is refused like grams would be. */
+const portionOutOfBounds = (index: number, portion: { readonly amount: number; readonly unit: string }, row: FoodPortion) =>
+  new InvalidRequest({
+    error: {
+      code: "invalid_request",
+      message: `items.${index}.portion.amount: ${portion.amount} × ${JSON.stringify(row.unit)} must weigh from ${GRAMS_MIN} to ${GRAMS_MAX} g (one is ${row.grams / row.amount} g)`.slice(0, 300),
+      issues: [{ path: ["items", index, "portion", "amount"], message: `a portion of ${GRAMS_MIN} to ${GRAMS_MAX} g` }]
+    }
+  })
+
 const itemOf = (index: number, request: NutritionItemRequest, record: FoodRecord): NutritionItem | InvalidRequest => {
-  let grams = request.grams
+  let grams = request.grams ?? 0
   let portion: NutritionItem["portion"]
   if (request.portion !== undefined) {
     const row = portionRow(record.portions, request.portion.unit)
-    if (row === undefined || row.amount <= 0) return unitRefused(index, record, request.portion.unit)
-    grams = Math.max(0.01, roundGrams((request.portion.amount * row.grams) / row.amount))
+    if (row === undefined || !(row.amount > 0)) return unitRefused(index, record, request.portion.unit)
+    grams = roundGrams((request.portion.amount * row.grams) / row.amount)
+    // `!(…)` refuses NaN and Infinity as well as grams out of the bound.
+    if (!(grams >= GRAMS_MIN && grams <= GRAMS_MAX)) return portionOutOfBounds(index, request.portion, row)
     portion = { amount: request.portion.amount, unit: row.unit, grams }
   }
-  return itemFor(record, grams ?? 0, { name: request.name ?? record.description, query: request.query ?? record.description }, portion)
+  return itemFor(record, grams, { name: request.name ?? record.description, query: request.query ?? record.description }, portion)
 }
 
 /** A matched item of `grams` of a record; a meal in words adds the words it was read from and how its grams were found. */
 export const itemFor = (
   record: FoodRecord,
-  g: number,
+  grams: number,
   words: { readonly name: string; readonly query: string; readonly text?: string; readonly grams_basis?: NutritionItem["grams_basis"] },
   portion?: NutritionItem["portion"]
 ): NutritionItem => {
-  const per100g = roundNutrition(record.per100g)
+  const per100g = per100gOf(record)
   return {
     name: words.name,
     query: words.query,
     ...(words.text === undefined ? {} : { text: words.text }),
-    grams: g,
+    grams,
     ...(words.grams_basis === undefined ? {} : { grams_basis: words.grams_basis }),
     ...(portion === undefined ? {} : { portion }),
     nutrition_source: "usda" as const,
     fdc_id: record.sourceId,
     matched_name: record.description,
-    per_100g: per100gOf(record),
-    nutrition: withMore(nutritionFor(per100g, g), scaleMore(moreOf(record), g))
+    per_100g: per100g,
+    nutrition: scaleAll(per100g, grams)
   }
 }
 
-/** Totals of the matched items: the four add up as in an analysis; a more nutrient is null when any item lacks it. */
+/** Totals of the matched items: the sum of their figures, to hundredths; a nutrient is null when any item lacks it. */
 export const totalsOf = (items: ReadonlyArray<NutritionItem>): FoodNutrition => {
+  const sum = (key: "kcal" | "protein_g" | "carbs_g" | "fat_g"): number => {
+    let total = 0
+    for (const item of items) total += item.nutrition[key]
+    return hundredths(total)
+  }
   const total = (key: MoreNutrient): number | null => {
     if (items.length === 0) return null
-    let sum = 0
+    let all = 0
     for (const item of items) {
       const v = item.nutrition[key]
       if (v === null) return null
-      sum += v
+      all += v
     }
-    return roundNutrient(sum)
+    return hundredths(all)
   }
-  const more: MoreNutrients = {
+  return {
+    kcal: sum("kcal"),
+    protein_g: sum("protein_g"),
+    carbs_g: sum("carbs_g"),
+    fat_g: sum("fat_g"),
     fiber_g: total("fiber_g"),
     sugars_g: total("sugars_g"),
     saturated_fat_g: total("saturated_fat_g"),
@@ -158,37 +191,72 @@ export const totalsOf = (items: ReadonlyArray<NutritionItem>): FoodNutrition => 
     iron_mg: total("iron_mg"),
     vitamin_c_mg: total("vitamin_c_mg")
   }
-  return withMore(sumNutrition(items.map((i) => i.nutrition)), more)
 }
 
 const SUGGESTIONS = 5
+/** The searches one call may make for suggestions (two for each of 20 items): past them, an unmatched text has none. */
+const SUGGESTION_SEARCHES = 40
+/** How long a call computes at a stretch before the event loop gets its turn (other requests, /health). */
+const SLICE_MS = 5
+
+/** A call's pace: the suggestion searches it has left, and when it last let the event loop run. */
+const paceOf = () => {
+  let searches = SUGGESTION_SEARCHES
+  let since = performance.now()
+  const breathe = Effect.async<void>((resume) => {
+    const turn = setImmediate(() => resume(Effect.void))
+    return Effect.sync(() => clearImmediate(turn))
+  })
+  return {
+    /** Takes one search from the call's allowance, or says none is left. */
+    search: () => searches-- > 0,
+    /** Lets the event loop run when the call has held it for a slice. */
+    turn: Effect.suspend(() => {
+      if (performance.now() - since < SLICE_MS) return Effect.void
+      return Effect.tap(breathe, () => {
+        since = performance.now()
+      })
+    })
+  }
+}
 
 /** The nearest foods for a text nothing matches: its search, else the search of its longest words one by one. */
-const suggestionsFor = (foods: FoodReader, text: string): ReadonlyArray<FoodRecord> => {
-  const whole = foods.search(text, SUGGESTIONS)
-  if (whole.length > 0) return whole
-  const words = [...new Set(text.toLowerCase().match(/[\p{L}]{3,}/gu) ?? [])].sort((a, b) => b.length - a.length).slice(0, 4)
-  for (const word of words) {
-    const found = foods.search(word, SUGGESTIONS)
-    if (found.length > 0) return found
-  }
-  return []
-}
+const suggestionsFor = (foods: FoodReader, text: string, pace: ReturnType<typeof paceOf>) =>
+  Effect.gen(function* () {
+    if (!pace.search()) return []
+    yield* pace.turn
+    const whole = foods.search(text, SUGGESTIONS)
+    if (whole.length > 0) return whole
+    const words = [...new Set(text.toLowerCase().match(/[\p{L}]{3,}/gu) ?? [])].sort((a, b) => b.length - a.length).slice(0, 4)
+    for (const word of words) {
+      if (!pace.search()) return []
+      yield* pace.turn
+      const found = foods.search(word, SUGGESTIONS)
+      if (found.length > 0) return found
+    }
+    return []
+  })
 
 /** Nutrition of named foods: each item matched (by id or text) and priced; a text nothing matches is listed, never 0. */
 export const nutritionOf = (request: NutritionRequest): Effect.Effect<NutritionResult, InvalidRequest | NotFound, FoodDb> =>
   Effect.gen(function* () {
     const foods = yield* FoodDb
-    // The index is read once for every item: each is matched and priced at once, without an effect of its own.
+    // One index for every item of the call, the one of the moment when it began.
     const read = yield* foods.reader
-    if (request.text !== undefined) return yield* mealNutritionOf(read, request.text, foods.matcherVersion)
+    const pace = paceOf()
+    if (request.text !== undefined) {
+      const meal = yield* mealNutritionOf(read, request.text, foods.matcherVersion, pace.turn)
+      if (!allFinite(meal)) return yield* Effect.dieMessage("a nutrition answer holds a figure that is not a finite number")
+      return meal
+    }
     const items: Array<NutritionItem> = []
     const unmatched: Array<NutritionResult["unmatched"][number]> = []
     for (const [index, item] of (request.items ?? []).entries()) {
+      yield* pace.turn
       const record = item.fdc_id !== undefined ? read.food(item.fdc_id) : read.named(item.query ?? "")
       if (record === undefined) {
         if (item.fdc_id !== undefined) return yield* Effect.fail(notFound(item.fdc_id))
-        const near = suggestionsFor(read, item.query ?? "")
+        const near = yield* suggestionsFor(read, item.query ?? "", pace)
         unmatched.push({ index, query: item.query ?? "", suggestions: near.map((r) => ({ fdc_id: r.sourceId, name: r.description })) })
         continue
       }
@@ -196,7 +264,7 @@ export const nutritionOf = (request: NutritionRequest): Effect.Effect<NutritionR
       if (priced instanceof InvalidRequest) return yield* Effect.fail(priced)
       items.push(priced)
     }
-    return {
+    const result: NutritionResult = {
       items,
       totals: totalsOf(items),
       total_grams: sumGrams(items.map((i) => i.grams)),
@@ -205,4 +273,30 @@ export const nutritionOf = (request: NutritionRequest): Effect.Effect<NutritionR
       estimate: true as const,
       matcher_version: foods.matcherVersion
     }
+    // Answers are sent without the schema's walk: a figure JSON cannot hold (it would go out as null) stops here.
+    if (!allFinite(result)) return yield* Effect.dieMessage("a nutrition answer holds a figure that is not a finite number")
+    return result
   })
+
+const finiteOrNull = (v: number | null) => v === null || Number.isFinite(v)
+
+const finiteNutrition = (n: FoodNutrition) =>
+  Number.isFinite(n.kcal) &&
+  Number.isFinite(n.protein_g) &&
+  Number.isFinite(n.carbs_g) &&
+  Number.isFinite(n.fat_g) &&
+  finiteOrNull(n.fiber_g) &&
+  finiteOrNull(n.sugars_g) &&
+  finiteOrNull(n.saturated_fat_g) &&
+  finiteOrNull(n.sodium_mg) &&
+  finiteOrNull(n.cholesterol_mg) &&
+  finiteOrNull(n.potassium_mg) &&
+  finiteOrNull(n.calcium_mg) &&
+  finiteOrNull(n.iron_mg) &&
+  finiteOrNull(n.vitamin_c_mg)
+
+/** Whether every figure of a nutrition answer is a finite number, as its schema requires. */
+export const allFinite = (result: NutritionResult): boolean =>
+  Number.isFinite(result.total_grams) &&
+  finiteNutrition(result.totals) &&
+  result.items.every((i) => Number.isFinite(i.grams) && finiteNutrition(i.per_100g) && finiteNutrition(i.nutrition) && (i.portion === undefined || (Number.isFinite(i.portion.amount) && Number.isFinite(i.portion.grams))))

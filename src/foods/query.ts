@@ -1,8 +1,9 @@
 /** A query as the matcher reads it against an index: its weighted words, states and form, its family, its retrieval. */
 import type { Family, Form, FamilyMember } from "./generic.ts"
-import { correctSpelling, type FoodIndex, type IndexedFood, PREPARED_QUERIES } from "./foodIndex.ts"
+import { correctSpelling, type FoodIndex, type IndexedFood, PREPARED_QUERIES, spellingDistance } from "./foodIndex.ts"
 import type { RankedCandidate } from "./matcher.ts"
 import { DIET_VARIANT, formOf } from "./recordTraits.ts"
+import { fuzzyPostings } from "./terms.ts"
 import { type QueryTerm, queryTerms, plainKey, type StateWord, stateOf, stem } from "./text.ts"
 import { DRY_FORMS, EQUIVALENT, FRIED, NOT_COOKING, RAWISH } from "./vocabulary.ts"
 
@@ -70,12 +71,27 @@ const joinCompounds = (index: FoodIndex, terms: ReadonlyArray<QueryTerm>): Reado
 }
 
 /**
+ * What reading one query may cost, whatever its text: the words read (from its end, where the food is named), the
+ * misspelt words repaired and the postings their repairs and the retrieval read. A name of a food is far inside
+ * them (the longest of the quality sets: 6 words, 4,100 postings); a text past them is read in part, not at length.
+ */
+const QUERY_TERMS = 16
+const SPELLING_FIXES = 3
+const SPELLING_WORD_MAX = 24
+const SPELLING_POSTINGS = 3000
+const RETRIEVAL_POSTINGS = 6000
+/** The most records a query's ranking weighs, the most relevant ones. */
+const CANDIDATES = 2000
+
+/**
  * The records that hold the query's head word (its last content word), each with its BM25+ relevance to the whole
  * query over the name, description, other names and food group. A query is read once: the result is kept with it.
  */
 export const retrieve = (index: FoodIndex, content: ReadonlyArray<{ readonly alternatives: ReadonlyArray<string> }>) => {
   const head = content[content.length - 1]
   if (head === undefined) return []
+  // A head in thousands of records (SR28's "product", its food groups' word) names no food: nothing is read for it.
+  if (head.alternatives.reduce((sum, w) => sum + (index.terms.postings.get(w) ?? 0), 0) > RETRIEVAL_POSTINGS) return []
   const words = [...new Set(content.flatMap((t) => t.alternatives))]
   // Only records with the head word are wanted: the AND drops the others before any result is built.
   const hits = index.search.search({
@@ -86,7 +102,8 @@ export const retrieve = (index: FoodIndex, content: ReadonlyArray<{ readonly alt
     ]
   })
   const best = hits.reduce((max, r) => Math.max(max, r.score), 0)
-  return hits.map((r) => ({ food: r.id as number, relevance: best > 0 ? r.score / best : 0 }))
+  // Best first: a food's name holds its head word in far fewer records than this ("crab meat": 1,378).
+  return hits.slice(0, CANDIDATES).map((r) => ({ food: r.id as number, relevance: best > 0 ? r.score / best : 0 }))
 }
 
 /**
@@ -101,22 +118,46 @@ export const inSpokenOrder = (query: string): string => {
 
 const prepareAfresh = (index: FoodIndex, written: string, backOff: boolean): PreparedQuery => {
   const query = inSpokenOrder(written)
-  const terms = joinCompounds(index, queryTerms(query))
+  const terms = joinCompounds(index, queryTerms(query)).slice(-QUERY_TERMS)
   const states = new Set<StateWord>()
   const content: Array<{ alternatives: ReadonlyArray<string>; weight: number }> = []
   const seen = new Set<string>()
+  let fixes = 0
+  let spellingRead = 0
+  const repaired = new Map<string, string>()
+  /** A word the index lacks, repaired while the query's repairs are within their bounds (a word repeated, once). */
+  const spelt = (w: string): string => {
+    if (index.idf.has(w) || w.length < 4 || w.length > SPELLING_WORD_MAX) return w
+    const known = repaired.get(w)
+    if (known !== undefined) return known
+    let repair = w
+    if (fixes < SPELLING_FIXES) {
+      fixes++
+      spellingRead += fuzzyPostings(index.terms, w, spellingDistance(w))
+      if (spellingRead <= SPELLING_POSTINGS) repair = correctSpelling(index, w) ?? w
+    }
+    repaired.set(w, repair)
+    return repair
+  }
   for (const term of terms) {
     const state = term.length === 1 ? stateOf(term[0]!) : undefined
     if (state !== undefined) {
       states.add(state)
       continue
     }
-    const alternatives: QueryTerm = term.map((w) => (index.idf.has(w) ? w : (correctSpelling(index, w) ?? w)))
+    const alternatives: QueryTerm = term.map(spelt)
     const key = alternatives.join("|")
     if (seen.has(key)) continue
     seen.add(key)
     const weight = Math.max(...alternatives.map((w) => index.idf.get(w) ?? index.maxIdf))
     content.push({ alternatives, weight })
+  }
+  // The retrieval reads every posting of the query's words: the words before the head give way first.
+  let read = 0
+  for (const term of content) for (const w of term.alternatives) read += index.terms.postings.get(w) ?? 0
+  while (read > RETRIEVAL_POSTINGS && content.length > 1) {
+    const [dropped] = content.splice(0, 1)
+    for (const w of dropped!.alternatives) read -= index.terms.postings.get(w) ?? 0
   }
   // An unknown head names a food SR28 lacks ("chicken shawarma"): it never gives way, and the model's numbers stand.
   const canBackOff = content.length >= 2 && content[content.length - 1]!.alternatives.some((w) => index.idf.has(w))

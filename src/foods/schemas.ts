@@ -69,9 +69,13 @@ export const FoodIdPath = Schema.Struct({ fdc_id: Schema.String.pipe(Schema.minL
 
 const twoDecimals = (n: number) => Math.abs(n * 100 - Math.round(n * 100)) < 1e-6
 
+/** The bound of an item's grams, given or from a portion. */
+export const GRAMS_MIN = 0.01
+export const GRAMS_MAX = 5000
+
 const Grams = Schema.Number.pipe(
   Schema.finite(),
-  Schema.between(0.01, 5000, { message: () => "from 0.01 to 5000" }),
+  Schema.between(GRAMS_MIN, GRAMS_MAX, { message: () => "from 0.01 to 5000" }),
   Schema.filter((n) => twoDecimals(n) || "at most two decimals")
 ).annotations({ description: "Grams, 0.01–5000, at most two decimals" })
 

@@ -69,11 +69,10 @@ describe("morsel foods search and morsel nutrition", () => {
   }, 120_000)
 
   it("errors are one line naming the fix, exit 1", async () => {
-    const mixed = await morsel(["nutrition", "rice=150", "an apple"])
+    const [mixed, blank] = await Promise.all([morsel(["nutrition", "rice=150", "an apple"]), morsel(["nutrition", " "])])
     expect([mixed.code, mixed.stderr.trim().split("\n").length]).toEqual([1, 1])
     expect(mixed.stderr).toContain("egg=2 large")
     expect(mixed.stderr).toContain("without \"=\"")
-    const blank = await morsel(["nutrition", " "])
     expect([blank.code, blank.stderr]).toEqual([1, expect.stringContaining("text")])
     const badUnit = await morsel(["nutrition", "egg=1 bucket"])
     expect(badUnit.code).toBe(1)

@@ -136,6 +136,29 @@ describe("a meal in words over HTTP", () => {
         ])
       }))
 
+    it.effect("the slowest texts a caller can build are answered, never a 500, and /health is answered beside them", () =>
+      Effect.gen(function* () {
+        const { url } = yield* Server
+        const slow = [
+          "1/2 ".repeat(500),
+          "a ".repeat(1000),
+          "½".repeat(2000),
+          "(".repeat(2000),
+          "1 1 1 1 ".repeat(250),
+          Array.from({ length: 20 }, (_, i) => `zq${i}wv${"k".repeat(60)} qq${i}zz${"j".repeat(30)}`).join(", "),
+          Array.from({ length: 20 }, (_, i) => Array.from({ length: 40 }, (_, k) => String.fromCharCode(97 + ((i * 7 + k * 3) % 26))).join(" ")).join(", "),
+          Array.from({ length: 20 }, (_, i) => ["chicken", "rice", "salad", "cheese", "bread", "milk", "sauce", "beef"].map((_, k, all) => all[(i + k) % 8]).join(" ")).join(", ")
+        ]
+        for (const text of slow) {
+          const started = Date.now()
+          const [answer, health] = yield* Effect.promise(() =>
+            Promise.all([send(`${url}/v1/nutrition`, { method: "POST", body: { text: text.slice(0, 2000) } }), send(`${url}/health`)])
+          )
+          expect([text.slice(0, 20), answer.status, health.status]).toEqual([text.slice(0, 20), 200, 200])
+          expect(Date.now() - started).toBeLessThan(20_000)
+        }
+      }))
+
     it.effect("refusals name text: blank, over 2,000 characters (code points), over 20 foods, both or neither of items and text", () =>
       Effect.gen(function* () {
         const refused: ReadonlyArray<unknown> = [

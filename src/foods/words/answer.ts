@@ -24,10 +24,10 @@ const itemOf = (food: Extract<MealFood, { readonly record: unknown }>): Nutritio
   itemFor(food.record, food.grams, { name: food.record.description, query: food.food.query, text: food.food.text, grams_basis: food.basis }, food.portion)
 
 /**
- * The nutrition of a meal in words. Each food is matched in a turn of its own: a food's first reading can take a few
- * milliseconds, and twenty of them must not hold the event loop at once.
+ * The nutrition of a meal in words. `turn` is taken before each food (it lets the event loop run when the call has
+ * held it for a while): a food's first reading can take milliseconds, and twenty of them must not hold the loop at once.
  */
-export const mealNutritionOf = (read: FoodReader, text: string, matcherVersion: string): Effect.Effect<NutritionResult, InvalidRequest> =>
+export const mealNutritionOf = (read: FoodReader, text: string, matcherVersion: string, turn: Effect.Effect<void>): Effect.Effect<NutritionResult, InvalidRequest> =>
   Effect.gen(function* () {
     const foods = readFoods(text, NUTRITION_TEXT_FOODS_MAX)
     if (foods.length > NUTRITION_TEXT_FOODS_MAX) return yield* Effect.fail(tooManyFoods())
@@ -36,7 +36,7 @@ export const mealNutritionOf = (read: FoodReader, text: string, matcherVersion: 
     const items: Array<NutritionItem> = []
     const unmatched: Array<NutritionResult["unmatched"][number]> = []
     for (const [i, food] of foods.entries()) {
-      if (i > 0) yield* Effect.yieldNow()
+      yield* turn
       const priced = pricedFood(index, food, i, budget)
       if ("record" in priced) items.push(itemOf(priced))
       else

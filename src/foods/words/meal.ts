@@ -61,19 +61,35 @@ const suggestionsOf = (index: MealIndex, query: string, budget: { left: number }
   return []
 }
 
+/**
+ * Words of a record that is not the food as a person eats it when they name it plainly: frozen and unprepared fries, a
+ * double cheeseburger, a cereal with marshmallows. Such a record gives way to the next that fits, unless the words ask.
+ */
+const NOT_AS_EATEN = /\b(?:unprepared|as purchased|dry mix|frozen|double|triple|marshmallows?)\b/gi
+
+const asEaten = (record: FoodRecord, query: string) => {
+  const asked = query.toLowerCase()
+  for (const m of record.description.matchAll(NOT_AS_EATEN)) if (!asked.includes(m[0].toLowerCase().replace(/s$/, ""))) return false
+  return true
+}
+
+/** How far down its records a food is looked for as eaten. */
+const AS_EATEN_DEPTH = 8
+
 /** The record for a food: with a household unit or container, the first record that fits the words and has it. */
-const recordFor = (index: MealIndex, food: ReadFood): { readonly record: FoodRecord | undefined; readonly others: ReadonlyArray<FoodRecord> } => {
+const recordFor = (index: MealIndex, food: ReadFood): FoodRecord | undefined => {
   const unit = food.unit
   const wantsRow = unit !== undefined && (unit.kind === "household" || unit.kind === "container") && !SERVING_WORDS.has(unit.name)
-  const candidates = index.trusted(food.query, wantsRow ? EVIDENCE_DEPTH : 1)
-  if (!wantsRow) return { record: candidates[0], others: [] }
-  const withRow = candidates.find((r) => householdRow(r.portions, unit.name) !== undefined)
-  return { record: withRow ?? candidates[0], others: candidates }
+  const candidates = index.trusted(food.query, wantsRow ? EVIDENCE_DEPTH : AS_EATEN_DEPTH)
+  const eaten = candidates.filter((r) => asEaten(r, food.query))
+  const usual = eaten[0] ?? candidates[0]
+  if (!wantsRow) return usual
+  return eaten.find((r) => householdRow(r.portions, unit.name) !== undefined) ?? candidates.find((r) => householdRow(r.portions, unit.name) !== undefined) ?? usual
 }
 
 /** A food read, priced: its record and grams, or its suggestions (the searches counted against `budget`). */
 export const pricedFood = (index: MealIndex, food: ReadFood, i: number, budget: { left: number }): MealFood => {
-  const { record } = recordFor(index, food)
+  const record = recordFor(index, food)
   if (record !== undefined) {
     const grams = gramsOf(record, food)
     if (typeof grams !== "string") return { index: i, food, record, grams: grams.grams, basis: grams.basis, ...(grams.portion === undefined ? {} : { portion: grams.portion }) }

@@ -18,7 +18,7 @@ export interface ReadFood {
 
 /** A food's words are at most this long: no food is named in more (and a longer text is no name of one). */
 export const QUERY_MAX_CHARS = 200
-export const QUERY_MAX_WORDS = 12
+export const QUERY_MAX_WORDS = 6
 
 const words = (list: string) => list.split(" ")
 

@@ -1,0 +1,144 @@
+// CONTRACT "Foods and nutrition": no food call holds the server's event loop for more than 50 ms, whatever its input
+// within the bounds (q up to 200 characters, 20 items). The slowest texts we could build, and a search for slower
+// ones, through GET /v1/foods, POST /v1/nutrition and MCP search_foods, while the loop is watched.
+import { describe, expect, it as plain, layer } from "@effect/vitest"
+import fc from "fast-check"
+import { Effect, Layer } from "effect"
+import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
+import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
+import { FoodDbMemory, readerOf } from "../../src/foods/FoodDbLive.ts"
+import { buildIndex } from "../../src/foods/matcher.ts"
+import { shippedFoods } from "../../src/foods/shipped.ts"
+import { LimitsUnlimited } from "../../src/limits/Limits.ts"
+import { connect } from "../support/clients.ts"
+import { send } from "../support/http.ts"
+import { Server, serverLayer } from "../support/server.ts"
+import { watchLoop } from "./loopHold.ts"
+
+const records = shippedFoods()
+const dependencies = Layer.mergeAll(VisionModelLive, FoodDbMemory(records), FundingMemory({}), LimitsUnlimited)
+
+const LETTERS = "abcdefghijklmnopqrstuvwxyz"
+const fit = (words: ReadonlyArray<string>) => words.join(" ").slice(0, 200).trim()
+
+/** The slowest texts we know, each made distinct by `n` (a text already searched is answered from memory). */
+const hostile = (n: number): ReadonlyArray<string> => [
+  // 100 one-letter words: each begins thousands of words.
+  fit(Array.from({ length: 100 }, (_, i) => LETTERS[(i + n) % 26]!)),
+  // 66 distinct two-letter words.
+  fit(Array.from({ length: 66 }, (_, i) => `${LETTERS[(i + n) % 26]}${LETTERS[Math.floor(i / 26 + n) % 26]}`)),
+  // A long unknown word, repeated: every repair of a misspelling is tried on it.
+  fit(Array.from({ length: 13 }, () => `chickenbroccol${LETTERS[n % 26]}`)),
+  fit(Array.from({ length: 8 }, (_, i) => `${LETTERS[(i + n) % 26]!.repeat(24)}`)),
+  // Unicode and digits.
+  fit(Array.from({ length: 100 }, (_, i) => ["é", "ж", "日本", "ß", "ø", "ñ", "ą"][(i + n) % 7]!)),
+  fit(Array.from({ length: 100 }, (_, i) => String((i + n) % 10))),
+  // Words that each begin or are the words of thousands of records, and SR28's group words.
+  fit(Array.from({ length: 40 }, (_, i) => ["s", "c", "ch", "co", "sal", "coo", "wit", "raw", "bee", "por", "and", "with", "beef", "fat", "meat"][(i + n) % 15]!)),
+  fit(["product", "fat", "meat", "with", "beef", "separable", "lean", "vegetable", "products", "cooked", "raw", LETTERS[n % 26]!]),
+  fit(Array.from({ length: 30 }, (_, i) => ["chickn", "brocolli", "whit", "salmn", "chese", "porkk", "beeff"][(i + n) % 7]!))
+]
+
+/** One answer per call, in turn, with the event loop watched; a /health sent beside each call says how long it waited. */
+const watched = <A>(calls: ReadonlyArray<() => Promise<A>>, url: string) =>
+  Effect.promise(async () => {
+    const watch = watchLoop()
+    const answers: Array<A> = []
+    let healthMs = 0
+    for (const call of calls) {
+      const started = performance.now()
+      const [answer] = await Promise.all([
+        call(),
+        send(`${url}/health`).then(() => {
+          healthMs = Math.max(healthMs, performance.now() - started)
+        })
+      ])
+      answers.push(answer)
+    }
+    return { answers, hold: watch.stop(), healthMs }
+  })
+
+describe("no food call holds the event loop", () => {
+  layer(serverLayer({ dependencies }), { excludeTestServices: true, timeout: 300_000 })("on the shipped SR28 copy", (it) => {
+    it.effect("GET /v1/foods with the slowest texts: each answered, the loop never held 50 ms", () =>
+      Effect.gen(function* () {
+        const { url } = yield* Server
+        // Warm: the first calls of a process compile the code they run (the server's, and the client's here).
+        for (const q of hostile(90)) yield* Effect.promise(() => send(`${url}/v1/foods?q=${encodeURIComponent(q)}&limit=25`))
+        const texts = [0, 1, 2].flatMap(hostile)
+        const { answers, hold, healthMs } = yield* watched(
+          texts.map((q) => () => send(`${url}/v1/foods?q=${encodeURIComponent(q)}&limit=25`)),
+          url
+        )
+        console.log(`GET /v1/foods, ${texts.length} texts: loop held at most ${hold.cpuMs.toFixed(1)} ms CPU (${hold.wallMs.toFixed(1)} ms wall); /health waited at most ${healthMs.toFixed(0)} ms`)
+        expect(answers.map((a) => a.status)).toEqual(texts.map(() => 200))
+        expect(hold.cpuMs).toBeLessThanOrEqual(50)
+      }))
+
+    it.effect("POST /v1/nutrition of 20 hostile items, nothing matched: answered with suggestions, the loop never held 50 ms", () =>
+      Effect.gen(function* () {
+        const { url } = yield* Server
+        yield* Effect.promise(() => send(`${url}/v1/nutrition`, { method: "POST", body: { items: hostile(91).map((query) => ({ query, grams: 1 })) } }))
+        const bodies = [10, 30, 50].map((n) => ({
+          items: Array.from({ length: 20 }, (_, i) => ({ query: hostile(n + i)[i % 9]!, grams: 100 }))
+        }))
+        const { answers, hold, healthMs } = yield* watched(
+          bodies.map((body) => () => send(`${url}/v1/nutrition`, { method: "POST", body })),
+          url
+        )
+        console.log(`POST /v1/nutrition, ${bodies.length} calls of 20 items: loop held at most ${hold.cpuMs.toFixed(1)} ms CPU (${hold.wallMs.toFixed(1)} ms wall); /health waited at most ${healthMs.toFixed(0)} ms`)
+        for (const answer of answers) {
+          expect(answer.status).toBe(200)
+          const body = answer.body as { items: Array<unknown>; unmatched: Array<{ index: number }> }
+          expect(body.items.length + body.unmatched.length).toBe(20)
+        }
+        expect(hold.cpuMs).toBeLessThanOrEqual(50)
+      }))
+
+    it.scoped("MCP search_foods with the slowest texts: each answered, the loop never held 50 ms", () =>
+      Effect.gen(function* () {
+        const { url } = yield* Server
+        const mcp = yield* connect(url)
+        for (const query of hostile(92)) yield* Effect.promise(() => mcp.callTool({ name: "search_foods", arguments: { query, limit: 25 } }))
+        const texts = [70, 71].flatMap(hostile)
+        const { answers, hold } = yield* watched(
+          texts.map((query) => () => mcp.callTool({ name: "search_foods", arguments: { query, limit: 25 } })),
+          url
+        )
+        console.log(`MCP search_foods, ${texts.length} texts: loop held at most ${hold.cpuMs.toFixed(1)} ms CPU (${hold.wallMs.toFixed(1)} ms wall)`)
+        expect(answers.filter((a) => a.isError === true)).toEqual([])
+        expect(hold.cpuMs).toBeLessThanOrEqual(50)
+      }))
+  })
+
+  // Searching for slower texts: words drawn from those that cost most (short prefixes, common and group words,
+  // misspellings, long unknown words, other scripts and digits), each text read afresh as every path reads it.
+  plain("no text found by a search for slow inputs costs a food path more than 30 ms of CPU", { timeout: 300_000 }, () => {
+    const reader = readerOf(buildIndex(records))
+    const heavy = ["a", "s", "c", "ch", "co", "sa", "chi", "sal", "coo", "wit", "raw", "and", "or", "bee", "por", "with", "salt", "beef", "fat", "meat", "product", "products", "separable", "lean", "vegetable", "chicken", "cheese", "brocolli", "chickn", "whit", "chickenbroccoli", "é", "ж", "日本", "1", "42", "100%"]
+    // Warm: the first texts of a process compile the code they run.
+    for (const [i, w] of heavy.entries()) reader.search(`${w} ${heavy[(i * 7) % heavy.length]}`, 25)
+    const word = fc.oneof(fc.constantFrom(...heavy), fc.stringMatching(/^[a-z]{1,14}$/), fc.stringMatching(/^[a-z]{2}$/))
+    const text = fc
+      .tuple(fc.array(word, { minLength: 1, maxLength: 100 }), fc.constantFrom(" ", ", "))
+      .map(([words, separator]) => words.join(separator).slice(0, 200))
+      .filter((t) => t.trim().length > 0)
+    let worst = { ms: 0, text: "" }
+    fc.assert(
+      fc.property(text, (q) => {
+        const before = process.cpuUsage()
+        const started = performance.now()
+        // A nutrition item's matching and its suggestions, and a search of the most foods.
+        if (reader.named(q) === undefined) reader.search(q, 5)
+        reader.search(q, 25)
+        const used = process.cpuUsage(before)
+        // As in loopHold.ts: the thread computed for at most the lesser of the process's CPU time and the wall time.
+        const ms = Math.min((used.user + used.system) / 1000, performance.now() - started)
+        if (ms > worst.ms) worst = { ms, text: q }
+        return ms <= 30
+      }),
+      { numRuns: 300, seed: 47 }
+    )
+    console.log(`slowest of 300 texts: ${worst.ms.toFixed(1)} ms CPU for ${JSON.stringify(worst.text.slice(0, 80))}`)
+  })
+})
