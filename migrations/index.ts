@@ -13,6 +13,7 @@ import foodNutrients from "./0011_food_nutrients.ts"
 import foodLimits from "./0012_food_limits.ts"
 import modelCalls from "./0013_model_calls.ts"
 import creditGrantsByKey from "./0014_credit_grants_by_key.ts"
+import foodCallDigests from "./0015_food_call_digests.ts"
 
 export const migrations = {
   "0001_core": core,
@@ -28,5 +29,6 @@ export const migrations = {
   "0011_food_nutrients": foodNutrients,
   "0012_food_limits": foodLimits,
   "0013_model_calls": modelCalls,
-  "0014_credit_grants_by_key": creditGrantsByKey
+  "0014_credit_grants_by_key": creditGrantsByKey,
+  "0015_food_call_digests": foodCallDigests
 }

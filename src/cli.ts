@@ -12,9 +12,9 @@ import { credits } from "./cli/credits.ts"
 import { foods, nutrition } from "./cli/foods.ts"
 import { readUsage } from "./cli/usage.ts"
 import { model } from "./model/cli.ts"
-import { AppConfig, AppConfigFromEnv, AppConfigLive } from "./config.ts"
+import { AppConfig, AppConfigFromEnv, AppConfigLive, describeConfigError } from "./config.ts"
 import * as Database from "./db/Database.ts"
-import { LoggingLive } from "./logging.ts"
+import { LoggingLive, StderrLogging } from "./logging.ts"
 import { collectStartGarbage } from "./memory.ts"
 import { withTerminalConsole } from "./terminal.ts"
 import { fooddbCommand } from "./foods/cli.ts"
@@ -83,7 +83,7 @@ const run = Command.run(morsel, { name: "morsel", version: SERVICE_VERSION })
 /** A bad setting is reported by the command that reads the settings, not by the logger; the sandbox logs readable lines by default. */
 const logging = LoggingLive.pipe(
   Layer.provide(process.argv.includes("--sandbox") ? AppConfigFromEnv({ LOG_FORMAT: "pretty", ...definedEnv() }) : AppConfigLive),
-  Layer.orElse(() => Layer.empty)
+  Layer.orElse(() => StderrLogging)
 )
 
 /** `--verbose` anywhere shows the whole cause of a failure; without it a failure is one line. */
@@ -96,7 +96,7 @@ const oneLine = (text: string) => text.split("\n")[0]!.replace(/^\w*Error: /, ""
 const describeFailure = (cause: Cause.Cause<unknown>): string => {
   const failure = Cause.squash(cause)
   if (ValidationError.isValidationError(failure)) return "" // @effect/cli has printed it already
-  if (ConfigError.isConfigError(failure)) return `bad setting: ${oneLine(String(failure))}`
+  if (ConfigError.isConfigError(failure)) return describeConfigError(failure).map((line) => `bad setting ${line}`).join("\nmorsel: ")
   if (typeof failure === "object" && failure !== null && "_tag" in failure) {
     const tagged = failure as { readonly _tag: unknown; readonly message?: unknown }
     if (tagged._tag === "SqlError" || tagged._tag === "DatabaseUnavailable") {
@@ -113,7 +113,7 @@ const reportFailures = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       ? Effect.void
       : Effect.gen(function* () {
           const line = describeFailure(cause)
-          const known = Cause.squash(cause) instanceof CliFailure
+          const known = Cause.squash(cause) instanceof CliFailure || ConfigError.isConfigError(Cause.squash(cause))
           if (line !== "") yield* Console.error(`morsel: ${line}${verbose || known ? "" : " (--verbose for details)"}`)
           if (verbose) yield* Console.error(Cause.pretty(cause))
           process.exitCode = 1

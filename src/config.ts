@@ -130,10 +130,10 @@ const origins = Config.string("TRUSTED_ORIGINS").pipe(
       try {
         parsed = new URL(origin)
       } catch {
-        return Either.left(invalid("TRUSTED_ORIGINS", `"${origin}" is not an origin such as https://app.example.com`))
+        return Either.left(invalid("TRUSTED_ORIGINS", `must be a comma-separated list of origins such as https://app.example.com, not "${origin}"`))
       }
       if (parsed.origin !== origin) {
-        return Either.left(invalid("TRUSTED_ORIGINS", `"${origin}" is not an origin (scheme://host[:port], no path or trailing slash)`))
+        return Either.left(invalid("TRUSTED_ORIGINS", `must list origins as scheme://host[:port], with no path or trailing slash, not "${origin}"`))
       }
     }
     return Either.right(list)
@@ -189,7 +189,7 @@ const proxies = Config.string("TRUSTED_PROXIES").pipe(
     const bad = list.find((entry) => Option.isNone(parseProxyEntry(entry)))
     return bad === undefined
       ? Either.right(list)
-      : Either.left(invalid("TRUSTED_PROXIES", `"${bad}" is not an IP address or CIDR range such as 10.0.0.0/8 or fd00::/8`))
+      : Either.left(invalid("TRUSTED_PROXIES", `must list IP addresses or CIDR ranges such as 10.0.0.0/8 or fd00::/8, not "${bad}"`))
   })
 )
 
@@ -243,7 +243,7 @@ const logLevel = Config.string("LOG_LEVEL").pipe(
   Config.mapOrFail((text) => {
     const level = LOG_LEVELS[text.trim().toLowerCase()]
     return level === undefined
-      ? Either.left(ConfigError.InvalidData([], `"${text}" is not a log level (${Object.keys(LOG_LEVELS).join(", ")})`))
+      ? Either.left(ConfigError.InvalidData([], `must be a log level (${Object.keys(LOG_LEVELS).join(", ")}), not "${text}"`))
       : Either.right(level)
   }),
   Config.withDefault("info" as const)
@@ -319,8 +319,8 @@ export const loadSettings: Effect.Effect<Settings, ConfigError.ConfigError> = Ef
     limits: yield* limits,
     logLevel: yield* logLevel,
     logFormat: yield* Config.literal("json", "pretty")("LOG_FORMAT").pipe(
-      // People read a terminal; machines read everything else.
-      Config.withDefault(process.stdout.isTTY ? ("pretty" as const) : ("json" as const))
+      // People read a terminal; machines read everything else. Log lines go to stderr (src/logging.ts).
+      Config.withDefault(process.stderr.isTTY ? ("pretty" as const) : ("json" as const))
     ),
     metrics: yield* onOff("METRICS", false),
     otlpEndpoint: yield* Config.option(httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT")),
@@ -333,6 +333,33 @@ const providerOf = (env: Readonly<Record<string, string | undefined>>) =>
   ConfigProvider.fromMap(
     new Map(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ""))
   )
+
+/** Effect's own words for a value it could not read, as a rule the value must follow. */
+const PARSER_WORDS: ReadonlyArray<readonly [RegExp, (...parts: Array<string>) => string]> = [
+  [/^Expected an integer value but received "?(.*?)"?$/s, (got) => `must be a whole number, not "${got}"`],
+  [/^Expected a (?:float|number) value but received "?(.*?)"?$/s, (got) => `must be a number, not "${got}"`],
+  [/^Expected a boolean value but received "?(.*?)"?$/s, (got) => `must be true or false, not "${got}"`],
+  [/^Expected one of \((.*)\) but received "?(.*?)"?$/s, (options, got) => `must be one of ${options}, not "${got}"`],
+  [/^Expected .* to exist in the process context$/s, () => "must be set"]
+]
+
+const leavesOf = (error: ConfigError.ConfigError): Array<{ readonly path: ReadonlyArray<string>; readonly message: string }> =>
+  error._op === "And" || error._op === "Or" ? [...leavesOf(error.left), ...leavesOf(error.right)] : [{ path: error.path, message: error.message }]
+
+/**
+ * Each bad setting as a person reads it, one line each: `X402_PAY_TO: must be a 0x-prefixed 20-byte hex address` —
+ * the variable named once (a rule names it and the reader adds it to the path), no parser's words around it.
+ */
+export const describeConfigError = (error: ConfigError.ConfigError): ReadonlyArray<string> => {
+  const lines = leavesOf(error).map(({ path, message }) => {
+    // A redacted value's rule may come without its path; the rule then names the variable itself.
+    const name = path.filter((part, i) => part !== path[i - 1]).at(-1) ?? /^[A-Z][A-Z0-9_]+(?= )/.exec(message)?.[0] ?? ""
+    const said = message.startsWith(`${name} `) ? message.slice(name.length + 1).replace(/^is /, "") : message
+    const words = PARSER_WORDS.reduce<string | undefined>((found, [pattern, rule]) => found ?? (pattern.test(said) ? rule(...(pattern.exec(said)?.slice(1) ?? [])) : undefined), undefined)
+    return name === "" ? (words ?? said) : `${name}: ${words ?? said}`
+  })
+  return [...new Set(lines)]
+}
 
 export class AppConfig extends Context.Tag("morsel/AppConfig")<AppConfig, Settings>() {}
 

@@ -1,6 +1,6 @@
-/** LOG_FORMAT and LOG_LEVEL applied to every log line of the service. */
+/** LOG_FORMAT and LOG_LEVEL applied to every log line of the service; log lines go to stderr, stdout is the commands' output. */
 import { Effect, Layer, Logger, LogLevel } from "effect"
-import { AppConfig } from "./config.ts"
+import { AppConfig, type Settings } from "./config.ts"
 
 const levels = {
   all: LogLevel.All,
@@ -13,8 +13,15 @@ const levels = {
   none: LogLevel.None
 } as const
 
+/** The logger of a format, writing to stderr: `morsel … --json | jq` reads one JSON document, whatever was logged. */
+export const stderrLogger = (format: Settings["logFormat"]) =>
+  format === "json" ? Logger.withConsoleError(Logger.jsonLogger) : Logger.prettyLogger({ stderr: true, colors: process.stderr.isTTY === true })
+
+/** Effect's default logger writes to stdout; this one replaces it before the settings are read (or when they are bad). */
+export const StderrLogging = Logger.replace(Logger.defaultLogger, stderrLogger(process.stderr.isTTY ? "pretty" : "json"))
+
 export const LoggingLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (settings) =>
-    Layer.mergeAll(settings.logFormat === "json" ? Logger.json : Logger.pretty, Logger.minimumLogLevel(levels[settings.logLevel]))
+    Layer.mergeAll(Logger.replace(Logger.defaultLogger, stderrLogger(settings.logFormat)), Logger.minimumLogLevel(levels[settings.logLevel]))
   )
 )

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto"
 import { SqlError } from "@effect/sql"
 import { Clock, Context, Duration, Effect, Either, Exit, Fiber, Layer, Metric, Option, Ref, Schedule, Schema } from "effect"
 import { AppConfig } from "../config.ts"
-import { orStorageUnavailableFor, storageUnavailable } from "../db/storage.ts"
+import { orStorageUnavailable, orStorageUnavailableFor, storageUnavailable } from "../db/storage.ts"
 import {
   AnalysisFailed,
   type AnalysisTimeout,
@@ -102,10 +102,16 @@ export class AnalyzeRequests extends Context.Tag("morsel/AnalyzeRequests")<
       | ServiceUnavailable
     >
     /**
-     * The answer to a call that brings no payment at all, given before its photo is fetched (MCP's `image_file`):
-     * the limits, then the payment challenge, as `analyze` answers such a call once the photo is checked.
+     * Whether a call may have its photo fetched (MCP's `image_file`), asked before anything is downloaded: only for
+     * a caller who could pay. A call without payment gets the limits, then the challenge, as `analyze` would answer
+     * it; an unknown key or a payment that does not decode is refused as `analyze` refuses it; a retry of a request
+     * the payer already made under the same key goes on (its photo decides between replay and conflict); any other
+     * call passes the service-wide limits and then needs a key with a credit left or a payment the chain would take.
      */
-    readonly unfunded: Effect.Effect<never, TooManyRequests | PaymentRequired | ServiceUnavailable>
+    readonly mayFetch: (
+      credential: Either.Either<Credential, InvalidRequest>,
+      idempotencyKey: string
+    ) => Effect.Effect<void, InvalidRequest | Unauthorized | TooManyRequests | PaymentRequired | ServiceUnavailable>
   }
 >() {}
 
@@ -267,6 +273,16 @@ export const AnalyzeRequestsLive = Layer.effect(
     // A challenge is only worth paying when the analysis could start: limits come before the 402.
     const unfunded = Effect.zipRight(limits.peek, funding.challenge)
 
+    const mayFetch = (decoded: Either.Either<Credential, InvalidRequest>, idempotencyKey: string) =>
+      Effect.gen(function* () {
+        const credential = yield* decoded
+        if (credential._tag === "None") return yield* unfunded
+        const method = yield* funding.identify(credential)
+        if (yield* orStorageUnavailable(store.holds(method.payer.id, idempotencyKey))) return
+        yield* limits.peek
+        yield* method.ready
+      })
+
     const analyze = ({ credential: decoded, idempotencyKey, payload }: AnalyzeCall) =>
       Effect.gen(function* () {
         const inspected = inspectImage(payload.image_base64, payload.mime_type)
@@ -342,6 +358,6 @@ export const AnalyzeRequestsLive = Layer.effect(
         }
       })
 
-    return AnalyzeRequests.of({ analyze, unfunded })
+    return AnalyzeRequests.of({ analyze, mayFetch })
   })
 )

@@ -85,6 +85,11 @@ export interface Reservation {
 
 export interface FundingMethod {
   readonly payer: Payer
+  /**
+   * Whether this method could pay for one analysis now (a key with a credit left and not paused; a payment the chain
+   * would accept), reserving nothing: asked before work the service pays for itself, such as fetching a photo.
+   */
+  readonly ready: Effect.Effect<void, PaymentRequired | ServiceUnavailable>
   /** Reserve the price of one analysis for `requestId`; nothing is consumed yet. */
   readonly reserve: (requestId: RequestId) => Effect.Effect<Reservation, PaymentRequired | Conflict | ServiceUnavailable>
   /** Finish a payment left pending by an earlier attempt of the same request (x402 only), saving through `save`. */
@@ -131,14 +136,13 @@ export const fundingOf = (rails: {
   readonly x402: FundingRail<PaymentCredential, PaymentRequired | ServiceUnavailable> & PriceChallenge
 }) => {
   /** A key out of credits is told it may pay per call: 402 insufficient_credits carrying the x402 challenge. */
+  const outOfCredits = (error: PaymentRequired | Conflict | ServiceUnavailable): error is PaymentRequired =>
+    error._tag === "PaymentRequired" && error.error.code === "insufficient_credits"
   const offerX402 = (method: FundingMethod): FundingMethod => ({
     ...method,
+    ready: Effect.catchIf(method.ready, outOfCredits, (error) => rails.x402.challengeWith("insufficient_credits", error.error.message)),
     reserve: (requestId) =>
-      Effect.catchIf(
-        method.reserve(requestId),
-        (error): error is PaymentRequired => error._tag === "PaymentRequired" && error.error.code === "insufficient_credits",
-        (error) => rails.x402.challengeWith("insufficient_credits", error.error.message)
-      )
+      Effect.catchIf(method.reserve(requestId), outOfCredits, (error) => rails.x402.challengeWith("insufficient_credits", error.error.message))
   })
 
   return Funding.of({

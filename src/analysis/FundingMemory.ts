@@ -21,6 +21,11 @@ export const FundingMemory = (credits: Readonly<Record<string, number>>) =>
 
       const method = (name: string): FundingMethod => ({
         payer: { kind: "credit", id: PayerId.make(`key:${name}`) },
+        ready: Effect.flatMap(Ref.get(balances), (map) =>
+          Option.getOrElse(HashMap.get(map, name), () => 0) >= 1
+            ? Effect.void
+            : Effect.fail(new PaymentRequired({ error: { code: "insufficient_credits", message: `no credits left for ${name}` } }))
+        ),
         reserve: (requestId) =>
           Ref.modify(balances, (map) => {
             const available = Option.getOrElse(HashMap.get(map, name), () => 0)

@@ -71,6 +71,7 @@ const attempts = rowsOf(Attempt)
 /** The first look at a key: the attempt this look recorded (`recorded`, with its admission's answer), or the key's latest attempt. */
 const looks = rowsOf(Schema.extend(Attempt, Schema.Struct({ recorded: Schema.Boolean, reached: Schema.NullOr(Schema.String) })))
 const abandonedRows = rowsOf(Schema.Struct({ request_id: RequestId, funding: FundingKind }))
+const heldRows = rowsOf(Schema.Struct({ request_id: RequestId }))
 const leaseEnds = rowsOf(Schema.Struct({ lease_until: Schema.NullOr(Schema.DateFromSelf) }))
 /** A new attempt's id: the next id of the `Ids` service (a fixed sequence in tests). */
 export const nextRequestId = Effect.map(Ids.next, RequestId.make)
@@ -84,6 +85,8 @@ const encodeResult = Schema.encode(AnalysisResult)
 export class RequestStore extends Context.Tag("morsel/RequestStore")<
   RequestStore,
   {
+    /** Whether (payer, key) has an attempt a retry is answered from (paid, pending or running): its input decides how. */
+    readonly holds: (payer: PayerId, idempotencyKey: string) => Effect.Effect<boolean, SqlError.SqlError>
     /** Start an attempt for (payer, key), or say why not: replay, in progress, conflict, expired, pending. */
     readonly claim: (input: ClaimInput) => Effect.Effect<{ readonly claim: Claim; readonly abandoned: ReadonlyArray<Abandoned> }, SqlError.SqlError>
     /**
@@ -271,6 +274,12 @@ export const RequestStoreLive = Layer.effect(
       })
 
     return RequestStore.of({
+      holds: (payer, idempotencyKey) =>
+        Effect.map(
+          heldRows(sql`
+            SELECT request_id FROM analysis_requests WHERE payer = ${payer} AND idempotency_key = ${idempotencyKey} AND status <> 'failed' LIMIT 1`),
+          (rows) => rows.length > 0
+        ),
       claim,
       // A payment claim may exist though its caller saw an error (its INSERT committed, the answer was lost): then the
       // attempt is closed as failed instead, so the claim's holder is a failed request and the retry can free it.

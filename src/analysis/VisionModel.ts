@@ -75,14 +75,15 @@ export const ModelAnswerSchema = Schema.Struct({
 
 /**
  * The model could not give a usable answer. Only `invalid_answer` (an answer that broke the rules) is the
- * caller's failure for failure_limit; the rest are the provider's or ours.
+ * caller's failure for failure_limit; the rest are the provider's or ours — `cut_off` too, an answer stopped by
+ * the output-token cap (the operator's VISION_MAX_OUTPUT_TOKENS, or the model's own).
  */
 export class VisionFailure extends Data.TaggedError("VisionFailure")<{
-  readonly reason: "unavailable" | "refusal" | "provider_error" | "invalid_answer"
+  readonly reason: "unavailable" | "refusal" | "provider_error" | "invalid_answer" | "cut_off"
   readonly message: string
 }> {}
 
-/** Whether a vision failure counts toward the payer's failure_limit: provider errors and refusals never do. */
+/** Whether a vision failure counts toward the payer's failure_limit: provider errors, refusals and cut-off answers never do. */
 export const countsTowardFailureLimit = (failure: VisionFailure): boolean => failure.reason === "invalid_answer"
 
 export class VisionModel extends Context.Tag("morsel/VisionModel")<

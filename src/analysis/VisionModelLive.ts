@@ -205,7 +205,10 @@ export const readCompletion = (completion: ChatCompletion): Effect.Effect<ModelA
   if (choice.finish_reason === "content_filter") {
     return Effect.fail(new VisionFailure({ reason: "refusal", message: "the vision model provider's content filter stopped the answer" }))
   }
-  if (choice.finish_reason === "length") return Effect.fail(invalidAnswer("the model answer was cut off before it was complete"))
+  // The output-token cap is the server's setting, not the caller's doing: never counted against the payer.
+  if (choice.finish_reason === "length") {
+    return Effect.fail(new VisionFailure({ reason: "cut_off", message: "the model answer was cut off by the server's output-token limit before it was complete" }))
+  }
   const content = message?.content
   if (typeof content !== "string" || content.trim().length === 0) return Effect.fail(invalidAnswer("the model answer was empty"))
   return decodeAnswer(unfence(content)).pipe(

@@ -4,6 +4,7 @@
  * `browser.ts`) give it their photo preparation.
  */
 import { MorselError, refusal, unreachable } from "./errors.ts"
+import { termsOf } from "./price.ts"
 import type {
   AnalysisResult,
   Balance,
@@ -37,6 +38,13 @@ export interface ClientOptions {
   readonly apiKey?: string
   /** A 0x-prefixed private key of a wallet paying 0.01 USDC per analysis over x402. */
   readonly walletPrivateKey?: string
+  /**
+   * The most the wallet pays for one analysis, in USDC as a decimal string (default "0.01", the service's price).
+   * A server asking more, or asking for another token, network or scheme, is refused before anything is signed.
+   */
+  readonly maxPricePerAnalysis?: string
+  /** The token the wallet pays in on Base (default native USDC, 6 decimals); a deployment on its own test token names it. */
+  readonly paymentAsset?: string
   /** Sandbox only: the `Sandbox-Scenario` every analysis sends (`payment_pending`, `no_food`, …). */
   readonly scenario?: string
   /** How many times a `payment_pending` answer is retried identically after its Retry-After (default 1). */
@@ -155,11 +163,12 @@ export const createClientWith = (options: ClientOptions, prepare: PhotoPreparer)
   const wallet = options.walletPrivateKey?.trim()
   if (apiKey !== undefined && wallet !== undefined) throw new MorselError({ code: "usage", message: "give either apiKey (card credits) or walletPrivateKey (x402), not both" })
   if (wallet !== undefined && !WALLET_KEY.test(wallet)) throw new MorselError({ code: "usage", message: "walletPrivateKey must be a 0x-prefixed 32-byte hex private key" })
+  const terms = termsOf(options)
   const bearer = (): Record<string, string> => (apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` })
   let paying: Promise<PayingFetch> | undefined
   const payer = () => {
     if (wallet === undefined) return undefined
-    paying ??= import("./x402.ts").then(({ payingFetch }) => payingFetch(wallet as `0x${string}`, transport))
+    paying ??= import("./x402.ts").then(({ payingFetch }) => payingFetch(wallet as `0x${string}`, transport, terms))
     return paying
   }
   /** Idempotency-Keys made by this client, one per input, so an input sent again replays instead of paying again. */

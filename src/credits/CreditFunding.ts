@@ -9,24 +9,25 @@ import { CreditCapacity } from "../limits/Capacity.ts"
 import { creditsConsumed } from "../observability/metrics.ts"
 import { invalidKey, orStorageUnavailable, orStorageUnavailableFor, paymentsUnavailable, storageUnavailable, supportSentence } from "./failures.ts"
 import { KeyFingerprints, payerIdOf } from "./keys.ts"
-import { Ledger } from "./Ledger.ts"
+import { creditsRemaining, Ledger } from "./Ledger.ts"
 import { Processor } from "./Processor.ts"
 
-const insufficientCredits = (settings: Settings, requestId: string) =>
+/** The refusals of a key that cannot pay; they name the request when one was started. */
+const insufficientCredits = (settings: Settings, requestId?: string) =>
   new PaymentRequired({
     error: {
       code: "insufficient_credits",
       message: `This key has no credits left; buy a pack with POST /v1/credits/checkout${Option.isSome(settings.x402.payTo) ? " or pay per call with x402" : ""}.`,
-      request_id: requestId
+      ...(requestId === undefined ? {} : { request_id: requestId })
     }
   })
 
-const keyPaused = (settings: Settings, requestId: string) =>
+const keyPaused = (settings: Settings, requestId?: string) =>
   new PaymentRequired({
     error: {
       code: "key_paused",
       message: `This key is paused after a refund or dispute, pending support review; nothing was charged.${supportSentence(settings)}`,
-      request_id: requestId
+      ...(requestId === undefined ? {} : { request_id: requestId })
     }
   })
 
@@ -92,6 +93,16 @@ export const CreditFundingLive = Layer.effect(
 
     const methodFor = (fingerprint: KeyFingerprint): FundingMethod => ({
       payer: { kind: "credit", id: payerIdOf(fingerprint) },
+      ready: ledger.account(fingerprint).pipe(
+        orStorageUnavailable,
+        Effect.flatMap((account) =>
+          Option.isSome(account) && account.value.blocked
+            ? Effect.fail(keyPaused(settings))
+            : Option.isSome(account) && creditsRemaining(account.value) > 0
+              ? Effect.void
+              : Effect.fail(insufficientCredits(settings))
+        )
+      ),
       reserve: (requestId) =>
         ledger.reserve(fingerprint, requestId).pipe(
           Effect.map((held) => reservationOf(requestId, held.reservationId)),

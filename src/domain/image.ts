@@ -44,6 +44,10 @@ const MIME_FORMAT: Record<ImageMime, ImageFormat> = { "image/jpeg": "jpeg", "ima
 const FORMAT_NAME: Record<ImageFormat, string> = { jpeg: "JPEG", png: "PNG" }
 
 /** 2666668 → "2,666,668" (locale-independent). */
+/** What to do about a photo too large, said with every refusal of one. */
+export const SHRINK_PHOTO =
+  "send the photo upright, at most 2048 px a side, as a JPEG of at most 2,000,000 bytes (morsel analyze and morsel/client prepare one so)"
+
 const fmt = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
 
 const reject = (reason: ImageRejectionReason, message: string): Either.Either<InspectedImage, ImageRejection> =>
@@ -229,7 +233,7 @@ export const inspectImage = (
   if (imageBase64.length > maxBase64Length) {
     return reject(
       "image_too_large",
-      `image_base64 is ${fmt(imageBase64.length)} characters; the limit is ${fmt(maxBase64Length)} characters (${fmt(maxBytes)} bytes decoded)`,
+      `image_base64 is ${fmt(imageBase64.length)} characters; the limit is ${fmt(maxBase64Length)} characters (${fmt(maxBytes)} bytes decoded): ${SHRINK_PHOTO}`,
     )
   }
 
@@ -238,7 +242,7 @@ export const inspectImage = (
 
   const size = decodedLength(imageBase64)
   if (size > maxBytes) {
-    return reject("image_too_large", `image is ${fmt(size)} bytes decoded; the limit is ${fmt(maxBytes)} bytes`)
+    return reject("image_too_large", `image is ${fmt(size)} bytes decoded; the limit is ${fmt(maxBytes)} bytes: ${SHRINK_PHOTO}`)
   }
 
   const bytes: Uint8Array = decoded

@@ -156,7 +156,7 @@ export const analysisResultExample = {
   estimated_total_grams: 340,
   estimate: true,
   model: "gpt-5-mini",
-  matcher_version: "usda-match-6",
+  matcher_version: "usda-match-7",
   processing_ms: 2140
 } as const
 

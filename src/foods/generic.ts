@@ -99,8 +99,9 @@ const MIN_MEMBERS = 3
 const NEAREST_SHARE = 0.5
 
 /**
- * The median per 100 g of the members in the query's form that fit the model's guess (the nearer half of them, given
- * `fromGuess`, a member's distance from the guess), with the member nearest it.
+ * The median per 100 g of the members in the query's form that fit the model's guess (only the everyday ones when at
+ * least three of those fit; the nearer half of them, given `fromGuess`, a member's distance from the guess), with the
+ * member nearest it.
  */
 export const familyMedian = (
   family: Family,
@@ -111,6 +112,9 @@ export const familyMedian = (
 ): Fallback | undefined => {
   let chosen = members.filter((m) => inForm(m) && fits(m.record.per100g))
   if (chosen.length < MIN_MEMBERS) return undefined
+  // The foods people eat (SR28's survey flag) stand for the name: "fish" is cod, salmon or tilapia, not burbot or cusk.
+  const everyday = chosen.filter((m) => m.record.surveyed)
+  if (everyday.length >= MIN_MEMBERS) chosen = everyday
   if (fromGuess !== undefined) {
     const keep = Math.max(MIN_MEMBERS, Math.ceil(chosen.length * NEAREST_SHARE))
     chosen = chosen.map((m) => [m, fromGuess(m.record.per100g)] as const).sort((a, b) => a[1] - b[1]).slice(0, keep).map(([m]) => m)

@@ -5,7 +5,7 @@ import { AppConfig } from "../config.ts"
 import { MorselApi } from "../http/Api.ts"
 import { makeClientAddress } from "../http/clientAddress.ts"
 import { withRetryAfter } from "../limits/http.ts"
-import { admitFoodCall } from "./caller.ts"
+import { admitFoodRequest } from "./caller.ts"
 import { lookupFood, nutritionOf, searchFoods } from "./nutrition.ts"
 import { SEARCH_LIMIT_DEFAULT } from "./schemas.ts"
 
@@ -20,9 +20,7 @@ export const FoodsHttpLive = HttpApiBuilder.group(MorselApi, "foods", (handlers)
   Effect.gen(function* () {
     const config = yield* AppConfig
     const clientAddress = makeClientAddress(config.trustedProxies)
-    const admitted = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-      admitFoodCall(clientAddress(request), request.headers["authorization"])
-    )
+    const admitted = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => admitFoodRequest(request, clientAddress))
     return handlers
       .handle("search", ({ urlParams }) =>
         Effect.zipRight(admitted, searchFoods(urlParams.q, urlParams.limit ?? SEARCH_LIMIT_DEFAULT)).pipe(Effect.map(asJson), withRetryAfter)

@@ -13,7 +13,7 @@ import { CLASS_HEADS, DRY_FORMS, EQUIVALENT, FRIED, NEUTRAL, NOT_COOKING, RAWISH
 export { buildIndex, type FoodIndex } from "./foodIndex.ts"
 
 /** Reported in every result; bump it whenever ranking, vocabulary or thresholds change. */
-export const MATCHER_VERSION = "usda-match-6"
+export const MATCHER_VERSION = "usda-match-7"
 
 export interface RankedCandidate {
   readonly record: FoodRecord
@@ -30,6 +30,8 @@ export interface RankedCandidate {
 const CONTRADICTED_METHOD = -0.3
 /** A record in a form the query does not name ("Potatoes, mashed" for "roasted potatoes"). */
 const FORM_PENALTY = 0.5
+/** A record in such a form, when the query names how the food was cooked: another dish, as a fried record is. */
+const OTHER_DISH = -0.6
 
 const stateScore = (query: PreparedQuery, food: IndexedFood): number => {
   const has = (set: ReadonlySet<StateWord>) => {
@@ -55,6 +57,8 @@ const stateScore = (query: PreparedQuery, food: IndexedFood): number => {
     else if (equivalent) score += 0.5
     // Another cooking method than the one named: "grilled" is not "stewed".
     else if (cooking) score += has(FRIED) && !query.fried ? -0.6 : CONTRADICTED_METHOD
+    // Another dish made of the food, as a fried one is: "roast potatoes" are not "Potatoes, mashed, ready-to-eat".
+    else if (food.form !== undefined && food.form !== query.form) score += OTHER_DISH
     else if (has(RAWISH)) score -= 1
   } else if (query.states.size === 0) {
     if (food.cookedByDefault && has(RAWISH)) score -= 0.6

@@ -13,6 +13,9 @@ export type ReadBody = Buffer | "too_large" | "cut"
  */
 export const DRAIN_BYTES = 64 * 1024 * 1024
 
+/** Bodies read up to DRAIN_BYTES and left unfinished: no later reader takes up the rest. */
+const givenUp = new WeakSet<IncomingMessage>()
+
 /**
  * Reads a body as the Buffers it arrives in, joined once. Decoded afterwards it is one flat string, where reading
  * it as text builds a rope of 64 KiB pieces that live through several garbage collections and that the JSON parser
@@ -21,11 +24,14 @@ export const DRAIN_BYTES = 64 * 1024 * 1024
  */
 export const readBody = (request: IncomingMessage, maxBytes: number): Promise<ReadBody> =>
   new Promise((resolve) => {
-    if (Number(request.headers["content-length"]) > DRAIN_BYTES) return resolve("too_large")
+    if (Number(request.headers["content-length"]) > DRAIN_BYTES || givenUp.has(request)) return resolve("too_large")
+    // A body already read to its end has nothing more to give: waiting for its end would wait forever.
+    if (request.readableEnded) return resolve("cut")
+    if (request.destroyed) return resolve("cut")
     const chunks: Array<Buffer> = []
     let bytes = 0
     const finish = (body: ReadBody) => {
-      request.off("data", onData).off("end", onEnd).off("error", onCut).off("aborted", onCut)
+      request.off("data", onData).off("end", onEnd).off("error", onCut).off("aborted", onCut).off("close", onCut)
       resolve(body)
     }
     const onData = (chunk: Buffer) => {
@@ -34,12 +40,13 @@ export const readBody = (request: IncomingMessage, maxBytes: number): Promise<Re
       chunks.length = 0
       if (bytes <= DRAIN_BYTES) return
       request.pause()
+      givenUp.add(request)
       finish("too_large")
     }
     // A body that arrived in one piece (a small one, or one the fast lane passes on) is not copied again.
     const onEnd = () => finish(bytes > maxBytes ? "too_large" : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes))
     const onCut = () => finish("cut")
-    request.on("data", onData).on("end", onEnd).on("error", onCut).on("aborted", onCut)
+    request.on("data", onData).on("end", onEnd).on("error", onCut).on("aborted", onCut).on("close", onCut)
   })
 
 /**

@@ -2,17 +2,62 @@
  * The Node HTTP server under the service: it answers 503 with Retry-After whenever the application is not attached,
  * and lets a fast lane answer the hottest requests before the application sees them.
  */
-import { IncomingMessage, Server, ServerResponse } from "node:http"
+import { IncomingMessage, Server, ServerResponse, STATUS_CODES } from "node:http"
+import { Socket } from "node:net"
+import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
+import { DRAIN_BYTES, readBody } from "./body.ts"
 
 const NOT_READY = JSON.stringify({
   _tag: "ServiceUnavailable",
   error: { code: "starting", message: "the service is starting or stopping; retry in a moment" }
 })
 
-/** Hands a request on to the application, with the body the lane already read from it. */
-export type PassOn = (body: Buffer) => void
+/** How long a connection refused before its request was read stays open to take what the client still sends. */
+export const REFUSED_DRAIN_MS = 10_000
+
+/** The answer to a request Node's parser refused: too many header bytes, too slow, or not HTTP. */
+const refusalOf = (error: NodeJS.ErrnoException) => {
+  switch (error.code) {
+    case "HPE_HEADER_OVERFLOW":
+      return { status: 431, tag: "RequestHeadersTooLarge", code: "headers_too_large", message: "the request's headers exceed 16 KiB; send fewer or shorter headers" }
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return { status: 408, tag: "RequestTimeout", code: "request_timeout", message: "the request did not arrive in time; send it again" }
+    default:
+      return { status: 400, tag: "InvalidRequest", code: "invalid_request", message: "the request is not valid HTTP/1.1" }
+  }
+}
+
+/** Whether an answer has begun on the socket (a response of an earlier request on it): nothing may be written in between. */
+const answering = (socket: Duplex) => (socket as Duplex & { _httpMessage?: { readonly headersSent: boolean } | null })._httpMessage?.headersSent === true
+
+/**
+ * Node's own answer to a request its parser refuses is written and the connection destroyed at once: with the
+ * body still arriving, the client sees a reset, not the answer. Here the answer is a JSON error like any other,
+ * and the connection is closed by us only once the client stops sending (DRAIN_BYTES or REFUSED_DRAIN_MS at most):
+ * the parser, failed, reads what comes and refuses each piece again, which is ignored.
+ */
+const refuseConnection = (refused: WeakSet<Duplex>) => (error: NodeJS.ErrnoException, socket: Duplex) => {
+  if (refused.has(socket)) {
+    if (socket instanceof Socket && socket.bytesRead > DRAIN_BYTES) socket.destroy()
+    return
+  }
+  refused.add(socket)
+  if (error.code === "ECONNRESET" || !socket.writable || answering(socket)) return void socket.destroy()
+  const { code, message, status, tag } = refusalOf(error)
+  const body = JSON.stringify({ _tag: tag, error: { code, message } })
+  const head = [`HTTP/1.1 ${status} ${STATUS_CODES[status]}`, "content-type: application/json", `content-length: ${Buffer.byteLength(body)}`, "connection: close"]
+  socket.end(`${head.join("\r\n")}\r\n\r\n${body}`)
+  const timer = setTimeout(() => socket.destroy(), REFUSED_DRAIN_MS).unref()
+  socket.once("close", () => clearTimeout(timer))
+}
+
+/**
+ * Hands a request on to the application, with the body the lane already read from it; `note` sees the request the
+ * application will read first (to leave with it what the lane decided).
+ */
+export type PassOn = (body: Buffer, note?: (passed: IncomingMessage) => void) => void
 
 /** Answers some requests without the application; see `src/http/fastLane.ts` and `src/foods/lane.ts`. */
 export interface Lane {
@@ -46,26 +91,35 @@ const withBody = (request: IncomingMessage, body: Buffer): IncomingMessage => {
 export class FrontServer extends Server {
   readonly lanes: Array<Lane> = []
 
-  /** Headers every answer of the lane carries (the sandbox's `Morsel-Sandbox: true`). */
+  /** Headers every answer carries (the sandbox's `Morsel-Sandbox: true`): the lanes', the application's, and those given before a route runs. */
   readonly stamp: Readonly<Record<string, string>>
 
   constructor(stamp: Readonly<Record<string, string>> = {}) {
     super()
     this.stamp = stamp
-    this.on("request", (_request, response: ServerResponse) => {
+    // The peer's address, read once on arrival, is kept by the socket: once a client resets the connection the
+    // system no longer tells it, and a request read after that would be counted as from an unknown address.
+    this.on("connection", (socket: Socket) => void socket.remoteAddress)
+    this.on("request", (request: IncomingMessage, response: ServerResponse) => {
       if (this.listenerCount("request") > 1) return
-      response.writeHead(503, {
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(NOT_READY),
-        "retry-after": "1",
-        connection: "close"
+      // The body is read (and dropped) first: this answer closes the connection, which would reset it mid-body.
+      void readBody(request, 0).then(() => {
+        response.writeHead(503, {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(NOT_READY),
+          "retry-after": "1",
+          connection: "close"
+        })
+        response.end(NOT_READY)
       })
-      response.end(NOT_READY)
     })
+    this.on("clientError", refuseConnection(new WeakSet()))
   }
 
   override emit(event: string, ...args: Array<unknown>): boolean {
     const [request, response] = args
+    // Set before anything answers, so no early answer (a 413, a 503 while starting) goes out without it.
+    if (event === "request" && response instanceof ServerResponse) for (const [name, value] of Object.entries(this.stamp)) response.setHeader(name, value)
     if (
       event === "request" &&
       this.lanes.length > 0 &&
@@ -73,7 +127,11 @@ export class FrontServer extends Server {
       request instanceof IncomingMessage &&
       response instanceof ServerResponse
     ) {
-      const passOn = (body: Buffer) => super.emit("request", withBody(request, body), response)
+      const passOn: PassOn = (body, note) => {
+        const passed = withBody(request, body)
+        note?.(passed)
+        super.emit("request", passed, response)
+      }
       for (const lane of this.lanes) if (lane.take(request, response, passOn)) return true
     }
     return super.emit(event, ...args)

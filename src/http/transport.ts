@@ -2,10 +2,11 @@
 import { IncomingMessage } from "node:http"
 import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlError } from "@effect/sql"
-import { Cause, Effect, Either, Option, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { storageUnavailable } from "../db/storage.ts"
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, tooDeep } from "../domain/bodies.ts"
+import { SHRINK_PHOTO } from "../domain/image.ts"
 import {
   capMessage,
   Forbidden,
@@ -46,14 +47,25 @@ export const errorResponse = (error: TransportError) =>
 export const isJson = (contentType: string | undefined) =>
   contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/json"
 
-/** Paths whose bodies are read by a transport of their own (the MCP SDK streams them). */
-const streamsOwnBody = (url: string) => url === "/mcp" || url.startsWith("/mcp?")
+/**
+ * Whether a URL reaches the tool interface, whose route reads its body itself. Asked of a router made with the
+ * service router's own settings, so every spelling the router sends there (`/mcp/`, `/mcp//`, `/MCP`, `/mcp?x`)
+ * is left unread here too: a body read twice would leave that route waiting for bytes that never come.
+ */
+const toolInterfaceMatcher = (config: Partial<HttpLayerRouter.FindMyWay.RouterConfig>) => {
+  const router = HttpLayerRouter.FindMyWay.make<true>(config)
+  router.all("/mcp", true)
+  return (url: string) => router.find("POST", url) !== undefined
+}
 
 /** The sandbox's own pages post browser forms to the service. */
 const isSandboxPage = (url: string) => url.startsWith("/sandbox/")
 
 const bodyTooLarge = new PayloadTooLarge({
-  error: { code: "request_too_large", message: `request body exceeds ${MAX_BODY_BYTES} bytes` }
+  error: {
+    code: "request_too_large",
+    message: `request body exceeds ${MAX_BODY_BYTES} bytes: ${SHRINK_PHOTO}`
+  }
 })
 
 const bodyCut = new InvalidRequest({ error: { code: "invalid_request", message: "the request body ended before it was complete" } })
@@ -87,6 +99,17 @@ export const readWhole = (request: HttpServerRequest.HttpServerRequest): Effect.
 }
 
 /**
+ * Reads and drops what is left of a body no one read (a refusal given before reading it, a route that ignores it),
+ * up to DRAIN_BYTES. An answer sent while the body is still arriving, on a connection that then closes (the
+ * client asked for that, or the server is stopping), is lost to a reset: the client sees ECONNRESET, not the answer.
+ */
+const readRest = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void> => {
+  const source = request.source
+  const hasBody = Number(request.headers["content-length"] ?? "0") > 0 || request.headers["transfer-encoding"] !== undefined
+  return source instanceof IncomingMessage && hasBody && !source.readableEnded ? Effect.promise(() => readBody(source, 0)) : Effect.void
+}
+
+/**
  * The same request, its body already read: routes decode it from here. A body with a long image is parsed with
  * the image lifted out (`parseLifted`); its whole text is made only for a route that reads text.
  */
@@ -103,7 +126,8 @@ const withBody = (request: HttpServerRequest.HttpServerRequest, parse: () => unk
  * the answer that refuses it.
  */
 const guardBody = (
-  request: HttpServerRequest.HttpServerRequest
+  request: HttpServerRequest.HttpServerRequest,
+  streamsOwnBody: (url: string) => boolean
 ): Effect.Effect<Either.Either<HttpServerResponse.HttpServerResponse, HttpServerRequest.HttpServerRequest>> =>
   Effect.gen(function* () {
     const declared = Number(request.headers["content-length"] ?? "0")
@@ -213,9 +237,16 @@ export const TransportGuard = HttpLayerRouter.middleware(
   Effect.gen(function* () {
     const settings = yield* AppConfig
     const trusted = new Set([...settings.trustedOrigins, new URL(settings.publicBaseUrl).origin])
-    return (app) =>
+    const streamsOwnBody = toolInterfaceMatcher(yield* HttpLayerRouter.RouterConfig)
+    const guard = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
+        // Whatever the answer, the body is read to its end first (within DRAIN_BYTES), so that the client reads it.
+        return yield* Effect.onExit(guarded(app, request), (exit) => (Exit.isInterrupted(exit) ? Effect.void : readRest(request)))
+      })
+
+    const guarded = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function* () {
         const origin = request.headers["origin"]
         if (origin !== undefined && !trusted.has(origin) && !isOwnLoopbackOrigin(origin, request.headers["host"])) {
           return errorResponse(
@@ -233,7 +264,7 @@ export const TransportGuard = HttpLayerRouter.middleware(
             })
           )
         }
-        const guarded = request.method === "POST" ? yield* guardBody(request) : Either.left(request)
+        const guarded = request.method === "POST" ? yield* guardBody(request, streamsOwnBody) : Either.left(request)
         if (Either.isRight(guarded)) return guarded.right.pipe(HttpServerResponse.setHeaders(cors))
         const routed = guarded.left === request ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, guarded.left)
         const response = yield* routed.pipe(
@@ -249,6 +280,7 @@ export const TransportGuard = HttpLayerRouter.middleware(
         const answered = response.status === 500 && response.body._tag === "Empty" ? internalError : normaliseDecodeError(response)
         return answered.pipe(HttpServerResponse.setHeaders(cors))
       })
+    return guard
   }),
   { global: true }
 )

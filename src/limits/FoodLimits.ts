@@ -1,28 +1,35 @@
 /**
- * The limit of the free food calls (search, lookups, nutrition; REST and MCP): LIMIT_FOODS_PER_MINUTE per client
- * address and per key, counted per calendar minute in PostgreSQL so that every instance spends the same budget, in
- * slices reserved ahead (Budget) so that a call seldom waits on the database. Nothing of it counts toward the
- * analysis limits.
+ * The limit of the free food calls (search, lookups, nutrition; REST and MCP): LIMIT_FOODS_PER_MINUTE per paid key,
+ * or per client address for every other call, counted per calendar minute in PostgreSQL so that every instance
+ * spends the same budget, in slices reserved ahead (Budget) so that a call seldom waits on the database. Nothing of
+ * it counts toward the analysis limits. Addresses are counted only as keyed digests, as every other count.
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { AppConfig } from "../config.ts"
+import { KeyFingerprints } from "../credits/keys.ts"
 import { rowsOf } from "../db/rows.ts"
 import { orStorageUnavailable } from "../db/storage.ts"
 import { type ServiceUnavailable, TooManyRequests } from "../domain/errors.ts"
+import { CreditCapacity } from "./Capacity.ts"
 import { fixedWindowStart, MINUTE_MS } from "./window.ts"
 
-/** Who is calling: always a client address, and a key's fingerprint when one was sent (each has its own budget). */
-export interface FoodCaller {
-  readonly address: string
-  readonly key?: string | undefined
-}
+/**
+ * Whose budget a call spends: a key that paid spends its own (a chat host relaying many users from one address
+ * does not let one of them spend the others'); any other call its client address's.
+ */
+export type FoodCaller = { readonly address: string } | { readonly key: string }
 
 export class FoodLimits extends Context.Tag("morsel/FoodLimits")<
   FoodLimits,
   {
     /** Counts one call, or refuses it with 429 `rate_limited` (Retry-After: the seconds left in the minute). */
     readonly admit: (caller: FoodCaller) => Effect.Effect<void, FoodsLimited | ServiceUnavailable>
+    /**
+     * Counts one call with a key the service does not know against its client address's allowance for unknown keys
+     * (the one the analysis and credit endpoints count); past it 429 `rate_limited` with a minute's wait.
+     */
+    readonly admitUnknownKey: (address: string) => Effect.Effect<void, TooManyRequests>
   }
 >() {}
 
@@ -36,15 +43,16 @@ export class FoodsLimited extends TooManyRequests {
   }
 }
 
-const counts = rowsOf(Schema.Struct({ caller: Schema.String, calls: Schema.Number }))
+const counts = rowsOf(Schema.Struct({ calls: Schema.Number }))
 
 /**
- * What this instance may still spend of one budget (an address's or a key's) in one minute without asking the
- * database: the calls it reserved there, and those it used. A reservation takes a slice of the shared count at once
- * (1, then twice as many each time, at most a tenth of the limit), so a caller's calls reach PostgreSQL a few times
- * a minute, not once each. Together the instances never admit more than the limit; a slice an instance reserved and
- * did not use is lost for the minute, so with several instances a caller may be refused up to a tenth of the limit
- * early per instance.
+ * What this instance may still spend of one budget in one minute without asking the database: the calls it reserved
+ * there, and those it used. A reservation takes a slice of the shared count at once (1, then twice as many each time
+ * or as many as calls wait for it, at most a tenth of the limit), so a caller's calls reach PostgreSQL a few times a
+ * minute, not once each. One reservation per budget is in flight at a time (the calls that find the budget spent
+ * meanwhile wait for it), so a slice is only asked for once the last is used: together the instances never admit
+ * more than the limit, and what an instance reserved and did not use (lost for the minute) is at most one slice, so
+ * with several instances a caller may be refused up to a tenth of the limit early per instance, bursts included.
  */
 interface Budget {
   readonly window: number
@@ -53,6 +61,10 @@ interface Budget {
   slice: number
   /** The database said the minute's limit is reached: every further call of the minute is refused here. */
   full: boolean
+  /** The reservation in flight, done when its slice is granted (or failed). */
+  reserving: Deferred.Deferred<void> | undefined
+  /** Calls waiting for that reservation: the next slice is sized for them. */
+  waiting: number
 }
 
 /** Past this many budgets an instance forgets them all: it then asks the database again (never a looser limit). */
@@ -64,6 +76,8 @@ export const FoodLimitsLive = Layer.scoped(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const { limits } = yield* AppConfig
+    const keys = yield* KeyFingerprints
+    const capacity = yield* CreditCapacity
     const limit = limits.foodsPerMinute
     const maxSlice = Math.max(1, Math.floor(limit / 10))
     const budgets = new Map<string, Budget>()
@@ -76,58 +90,77 @@ export const FoodLimitsLive = Layer.scoped(
       Effect.repeat(Schedule.spaced(Duration.minutes(1))),
       Effect.forkScoped
     )
+    /** The same keyed digest of an address as the unknown-key allowance counts (never the address in clear). */
+    const addressDigest = (address: string) => keys.digest(`address:${address}`)
+    const nameOf = (caller: FoodCaller) => ("key" in caller ? `key:${caller.key}` : `address:${addressDigest(caller.address)}`)
     const budgetOf = (caller: string, window: number): Budget => {
       const known = budgets.get(caller)
       if (known !== undefined && known.window === window) return known
       if (budgets.size >= MAX_BUDGETS) budgets.clear()
-      const fresh: Budget = { window, granted: 0, used: 0, slice: 1, full: false }
+      const fresh: Budget = { window, granted: 0, used: 0, slice: 1, full: false, reserving: undefined, waiting: 0 }
       budgets.set(caller, fresh)
       return fresh
     }
-    /** Reserves a slice of each budget that has none left, in one statement; the count goes up even past the limit. */
-    const reserve = (window: number, empty: ReadonlyArray<readonly [string, Budget]>) => {
-      // The slices as asked: another call's reservation may double a budget's next slice meanwhile.
-      const asked = empty.map(([caller, budget]) => ({ caller, budget, slice: budget.slice }))
-      for (const { budget } of asked) budget.slice = Math.min(budget.slice * 2, maxSlice)
-      return Effect.map(
-        orStorageUnavailable(
+    /** Reserves the budget's next slice; the count goes up even past the limit. Those waiting for it go on when it ends, however. */
+    const reserve = (caller: string, budget: Budget) =>
+      Effect.gen(function* () {
+        const done = yield* Deferred.make<void>()
+        budget.reserving = done
+        const slice = Math.min(maxSlice, Math.max(budget.slice, budget.waiting + 1))
+        budget.slice = Math.min(slice * 2, maxSlice)
+        const rows = yield* orStorageUnavailable(
           counts(sql`
-            INSERT INTO food_call_counts ${sql.insert(asked.map(({ caller, slice }) => ({ caller, window_start: window, calls: slice })))}
+            INSERT INTO food_call_counts ${sql.insert({ caller, window_start: budget.window, calls: slice })}
             ON CONFLICT (caller, window_start) DO UPDATE SET calls = food_call_counts.calls + EXCLUDED.calls
-            RETURNING caller, calls`)
-        ),
-        (rows) => {
-          for (const { caller, budget, slice } of asked) {
-            const calls = rows.find((row) => row.caller === caller)?.calls ?? Number.POSITIVE_INFINITY
-            const granted = Math.max(0, Math.min(slice, limit - (calls - slice)))
-            budget.granted += granted
-            if (granted < slice) budget.full = true
+            RETURNING calls`)
+        ).pipe(
+          Effect.ensuring(
+            Effect.suspend(() => {
+              budget.reserving = undefined
+              return Deferred.succeed(done, undefined)
+            })
+          )
+        )
+        const calls = rows[0]?.calls ?? Number.POSITIVE_INFINITY
+        const granted = Math.max(0, Math.min(slice, limit - (calls - slice)))
+        budget.granted += granted
+        if (granted < slice) budget.full = true
+      })
+    const admit = (caller: FoodCaller) =>
+      Effect.gen(function* () {
+        const nowMs = yield* Clock.currentTimeMillis
+        const window = fixedWindowStart(MINUTE_MS, nowMs)
+        const name = nameOf(caller)
+        const budget = budgetOf(name, window)
+        for (;;) {
+          if (budget.used < budget.granted) {
+            budget.used++
+            return
           }
+          if (budget.full) return yield* Effect.fail(new FoodsLimited(Math.max(1, Math.ceil((window + MINUTE_MS - nowMs) / 1000))))
+          const inFlight = budget.reserving
+          if (inFlight === undefined) {
+            yield* reserve(name, budget)
+            continue
+          }
+          budget.waiting++
+          yield* Deferred.await(inFlight).pipe(
+            Effect.ensuring(
+              Effect.sync(() => {
+                budget.waiting--
+              })
+            )
+          )
         }
+      })
+    const admitUnknownKey = (address: string) =>
+      Effect.mapError(
+        capacity.admitUnknownKey(addressDigest(address)),
+        (refused) => new TooManyRequests({ error: { code: "rate_limited", message: refused.error.message } })
       )
-    }
-    return {
-      admit: (caller: FoodCaller) =>
-        Effect.gen(function* () {
-          const nowMs = yield* Clock.currentTimeMillis
-          const window = fixedWindowStart(MINUTE_MS, nowMs)
-          const callers = caller.key === undefined ? [`address:${caller.address}`] : [`address:${caller.address}`, `key:${caller.key}`]
-          const mine = callers.map((c) => [c, budgetOf(c, window)] as const)
-          // Another call may spend what this one reserved while it waited: reserve again until it has its share, or
-          // a budget is full. Both budgets are spent together: a call either refuses takes nothing of the other.
-          for (;;) {
-            const empty = mine.filter(([, b]) => b.used >= b.granted)
-            if (empty.length === 0) break
-            if (empty.some(([, b]) => b.full)) {
-              return yield* Effect.fail(new FoodsLimited(Math.max(1, Math.ceil((window + MINUTE_MS - nowMs) / 1000))))
-            }
-            yield* reserve(window, empty)
-          }
-          for (const [, b] of mine) b.used++
-        })
-    }
+    return FoodLimits.of({ admit, admitUnknownKey })
   })
 )
 
 /** No limit: for tests of other features. */
-export const FoodLimitsUnlimited = Layer.succeed(FoodLimits, { admit: () => Effect.void })
+export const FoodLimitsUnlimited = Layer.succeed(FoodLimits, { admit: () => Effect.void, admitUnknownKey: () => Effect.void })

@@ -14,7 +14,7 @@ import { isJson, readWhole } from "../http/transport.ts"
 import { callFoodTool, FOOD_TOOLS, foodToolDefinitions } from "../foods/mcp.ts"
 import { SERVICE_VERSION } from "../version.ts"
 import { APP_MIME_TYPE, APP_URI, appHtml } from "./app.ts"
-import { hasImageFile, withDownloadedImage, withPhotoNotFetched } from "./files/imageFile.ts"
+import { downloadGate, hasImageFile, withDownloadedImage, withPhotoNotFetched } from "./files/imageFile.ts"
 import { decodeInput, errorResult, ICON_SVG, ICONS, paymentOf, successResult, TOOL_NAME, toolChallenge, toolDefinition } from "./tool.ts"
 
 export const MCP_PATH = "/mcp"
@@ -85,6 +85,25 @@ const readMessage = (request: HttpServerRequest.HttpServerRequest) =>
     }
   })
 
+/**
+ * Every revision this server speaks, newest first: 2026-07-28 (stateless, `server/discover`) and the 2025 ones with
+ * `initialize`. Older ones are not offered: their clients cannot read a tool's structured content, where the price is.
+ */
+export const PROTOCOL_VERSIONS = ["2026-07-28", "2025-11-25", "2025-06-18"]
+
+/** `server/discover` names the 2025 revisions too (the SDK lists only 2026's), so a client learns all it may speak here. */
+const withEveryRevision = async (answer: Response): Promise<Response> => {
+  if (!answer.ok || !(answer.headers.get("content-type") ?? "").startsWith("application/json")) return answer
+  const body = (await answer.json()) as { readonly result?: Record<string, unknown> }
+  const result = body.result === undefined ? undefined : { ...body.result, supportedVersions: PROTOCOL_VERSIONS }
+  const headers = new globalThis.Headers(answer.headers)
+  headers.delete("content-length")
+  return new Response(JSON.stringify(result === undefined ? body : { ...body, result }), { status: answer.status, headers })
+}
+
+const isDiscover = (message: unknown) =>
+  typeof message === "object" && message !== null && "method" in message && message.method === "server/discover"
+
 /** The tool list and the server card may be cached for an hour by anyone: they name no caller. */
 const ONE_HOUR_PUBLIC = { ttlMs: 3_600_000, cacheScope: "public" } as const
 
@@ -96,6 +115,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     const clientAddress = makeClientAddress(settings.trustedProxies)
     const forTool = toolChallenge(settings.publicBaseUrl + MCP_PATH)
     const failed = (failure: AnalyzeError) => errorResult(failure, forTool)
+    const fetching = downloadGate()
     const cards = yield* Effect.serviceOption(Processor)
     const serverInstructions = instructions(settings, Option.exists(cards, (processor) => processor.enabled))
     const foodContext = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof callFoodTool>>>()
@@ -116,14 +136,16 @@ export const McpRoute = HttpLayerRouter.use((router) =>
     ) =>
       Effect.gen(function* () {
         const credential = credentialOf(from.authorization, paymentOf(meta), from.client)
-        // A call that brings no way to pay is answered with the challenge before its file is fetched (once its other
-        // arguments hold): nobody who cannot pay makes this server download anything.
-        if (hasImageFile(args) && Either.isRight(credential) && credential.right._tag === "None") {
+        // A file is fetched only for a caller who could pay (a key with a credit left, a payment the chain would take,
+        // a retry of its own request), once its other arguments hold: nobody else makes this server download anything.
+        if (hasImageFile(args)) {
           const others = yield* Effect.either(Effect.flatMap(withPhotoNotFetched(args), (stand) => decodeInput(stand)))
           if (Either.isLeft(others)) return failed(others.left)
-          return yield* Effect.catchAll(requests.unfunded, (refused) => Effect.succeed(failed(refused)))
+          const allowed = yield* Effect.either(requests.mayFetch(credential, others.right.idempotency_key))
+          if (Either.isLeft(allowed)) return failed(allowed.left)
         }
-        const downloaded = yield* Effect.either(withDownloadedImage(args, settings.mcpFiles))
+        // Only a download takes one of the instance's places: a photo in base64 never waits for one.
+        const downloaded = yield* Effect.either(hasImageFile(args) ? fetching(withDownloadedImage(args, settings.mcpFiles)) : Effect.succeed(args))
         if (Either.isLeft(downloaded)) return failed(downloaded.left)
         const input = decodeInput(downloaded.right)
         if (Either.isLeft(input)) return failed(input.left)
@@ -143,6 +165,7 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         { name: "morsel", title: "morsel food-photo nutrition", version: SERVICE_VERSION, icons: ICONS, websiteUrl: settings.publicBaseUrl },
         {
           capabilities: { tools: {}, prompts: {}, resources: {} },
+          supportedProtocolVersions: [...PROTOCOL_VERSIONS],
           instructions: serverInstructions,
           cacheHints: {
             "tools/list": ONE_HOUR_PUBLIC,
@@ -217,7 +240,8 @@ export const McpRoute = HttpLayerRouter.use((router) =>
         // 2026-07-28: every request carries its protocol version and client in `_meta`. The tool sends nothing before
         // its result, so answers are plain JSON, never a stream.
         const modern = sdk.createMcpHandler(server, { legacy: "reject", maxRequestBodySize: MAX_BODY_BYTES, keepAliveMs: 0 })
-        return HttpServerResponse.fromWeb(yield* Effect.promise(() => modern.fetch(web, parsedBody === undefined ? undefined : { parsedBody })))
+        const answer = yield* Effect.promise(() => modern.fetch(web, parsedBody === undefined ? undefined : { parsedBody }))
+        return HttpServerResponse.fromWeb(isDiscover(parsedBody) ? yield* Effect.promise(() => withEveryRevision(answer)) : answer)
       })
 
     yield* router.add("*", MCP_PATH, handle)

@@ -3,7 +3,7 @@ import { RESOURCE_URI_META_KEY } from "@modelcontextprotocol/ext-apps/server"
 import type { CallToolResult, Icon, Tool } from "@modelcontextprotocol/server"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar"
-import { Either, Option, ParseResult, Schema } from "effect"
+import { Either, Option, ParseResult, Predicate, Schema } from "effect"
 import type { AnalyzeError, Served } from "../analysis/AnalyzeRequests.ts"
 import { PaymentProof } from "../analysis/Funding.ts"
 import { MAX_JSON_DEPTH, tooDeep, valueNestsDeeperThan } from "../domain/bodies.ts"
@@ -142,8 +142,62 @@ export const toolDefinition = (publicBaseUrl: string): Tool => ({
 
 const pathOf = (path: ReadonlyArray<PropertyKey>) => path.map((key) => (typeof key === "number" ? key : String(key)))
 
-/** Decodes a tool's arguments; a rejection carries the same code and message shape as REST's 400 for that field. */
-export const decodeArguments = <A, I>(schema: Schema.Schema<A, I>, args: unknown): Either.Either<A, InvalidRequest> => {
+/**
+ * Whether a value written as JSON would take more than `max` characters: counted as it is walked, and stopped as soon
+ * as it does, so a huge value costs no more than a small one.
+ */
+export const jsonLongerThan = (value: unknown, max: number): boolean => {
+  let length = 0
+  const pending: Array<unknown> = [value]
+  while (pending.length > 0) {
+    const next = pending.pop()
+    if (typeof next === "string") length += next.length + 2
+    else if (typeof next === "number" || typeof next === "boolean") length += String(next).length
+    else if (Array.isArray(next)) {
+      length += 1 + next.length
+      if (length > max) return true
+      for (const child of next) pending.push(child)
+    } else if (Predicate.isRecord(next)) {
+      length += 1
+      for (const [key, child] of Object.entries(next)) {
+        length += key.length + 4
+        if (length > max) return true
+        pending.push(child)
+      }
+    } else length += 4
+    if (length > max) return true
+  }
+  return false
+}
+
+/** How much a tool's arguments may hold before they are decoded element by element. */
+export interface ArgumentBounds {
+  /** The most characters the arguments may take as JSON. */
+  readonly maxChars?: number
+  /** Arrays at the top of the arguments and their most elements (the schema's own message for more). */
+  readonly arrays?: ReadonlyArray<{ readonly key: string; readonly max: number; readonly message: string }>
+}
+
+const boundsRefusal = (args: unknown, bounds: ArgumentBounds): InvalidRequest | undefined => {
+  if (Predicate.isRecord(args)) {
+    for (const { key, max, message } of bounds.arrays ?? []) {
+      const value = Object.hasOwn(args, key) ? args[key] : undefined
+      if (Array.isArray(value) && value.length > max) return schemaRejection([{ path: [key], message }], "invalid arguments")
+    }
+  }
+  if (bounds.maxChars !== undefined && jsonLongerThan(args, bounds.maxChars)) {
+    return schemaRejection([{ path: [], message: `the arguments take more than ${bounds.maxChars} characters as JSON` }], "invalid arguments")
+  }
+  return undefined
+}
+
+/**
+ * Decodes a tool's arguments; a rejection carries the same code and message shape as REST's 400 for that field. With
+ * bounds, arguments past them are refused first, by a count and a walk that stops early, before any element is decoded.
+ */
+export const decodeArguments = <A, I>(schema: Schema.Schema<A, I>, args: unknown, bounds: ArgumentBounds = {}): Either.Either<A, InvalidRequest> => {
+  const outside = boundsRefusal(args, bounds)
+  if (outside !== undefined) return Either.left(outside)
   if (valueNestsDeeperThan(args, MAX_JSON_DEPTH)) return Either.left(tooDeep("the arguments are"))
   return Either.mapLeft(Schema.decodeUnknownEither(schema, { errors: "all" })(args ?? {}), (error) =>
     schemaRejection(

@@ -15,17 +15,20 @@ import type { AnalysisResult } from "../domain/schemas.ts"
 import { shippedFoods } from "../foods/shipped.ts"
 import { FoodDbMemory } from "../foods/FoodDbLive.ts"
 import { CHECK_PHOTO } from "./checkPhoto.ts"
+import { diagnose } from "./diagnose.ts"
 import { describeModelCall } from "./settings.ts"
 import { ANALYSIS_PRICE_USD, describeTokens, formatUsd, type ModelCall } from "./usage.ts"
 
 export interface CheckOptions {
   readonly photo: Option.Option<string>
   readonly json: boolean
+  /** Adds the system's own words for a failure (`--verbose`, which the command line takes anywhere). */
+  readonly verbose: boolean
 }
 
 export type Verdict =
   | { readonly works: true; readonly fallback: Option.Option<string> }
-  | { readonly works: false; readonly why: string }
+  | { readonly works: false; readonly why: string; readonly detail?: string }
 
 const OUTPUT_WORDS: Record<ModelCall["output"], string> = {
   json_schema: "accepted (strict json_schema)",
@@ -53,6 +56,29 @@ export const verdictLine = (verdict: Verdict): string =>
 
 const hostOf = (url: string) => (URL.canParse(url) ? new URL(url).host : url)
 
+/**
+ * A failed call's message with its cause and fix: "could not reach" is retraced (unknown host, refused connection,
+ * TLS), a refused key and a server too slow are named with the setting to change.
+ */
+const explain = (message: string, server: string, timeoutMs: number): Effect.Effect<{ readonly why: string; readonly detail?: string }> => {
+  if (/could not reach/.test(message)) {
+    return Effect.map(Effect.promise(() => diagnose(server)), (found) => ({ why: found.why, detail: `${message}; ${found.detail}` }))
+  }
+  if (/HTTP 401\b/.test(message)) {
+    return Effect.succeed({ why: `${hostOf(server)} refused the key (HTTP 401): check OPENAI_API_KEY, and that it is a key of this server`, detail: message })
+  }
+  if (/HTTP 404\b/.test(message) && /model/.test(message)) {
+    return Effect.succeed({ why: `${message}: check VISION_MODEL against the models this server offers`, detail: message })
+  }
+  if (/longer than|did not answer in time/.test(message)) {
+    return Effect.succeed({
+      why: `${hostOf(server)} took the request but did not answer within ${timeoutMs} ms: a slow or stuck model server (ANALYSIS_TIMEOUT_MS gives it longer)`,
+      detail: message
+    })
+  }
+  return Effect.succeed({ why: message })
+}
+
 /** Runs the check and prints it; the process exits 1 when the model does not work. */
 export const runCheck = (options: CheckOptions) =>
   Effect.gen(function* () {
@@ -77,14 +103,16 @@ export const runCheck = (options: CheckOptions) =>
     const noKey = Option.isNone(settings.openai.apiKey)
     const verdict: Verdict = noKey
       ? { works: false, why: "OPENAI_API_KEY is unset, so analyses answer 503 model_unavailable" }
-      : Exit.match(exit, {
-          onSuccess: (): Verdict => ({ works: true, fallback: fallbackOf(call) }),
-          onFailure: (cause): Verdict => {
+      : yield* Exit.match(exit, {
+          onSuccess: () => Effect.succeed<Verdict>({ works: true, fallback: fallbackOf(call) }),
+          onFailure: (cause) => {
             const rejected = Option.getOrUndefined(Cause.failureOption(cause))
-            if (rejected?.error._tag === "NoFoodDetected") return { works: true, fallback: fallbackOf(call) }
-            return { works: false, why: rejected === undefined ? "the check itself failed unexpectedly" : rejected.error.error.message }
+            if (rejected?.error._tag === "NoFoodDetected") return Effect.succeed<Verdict>({ works: true, fallback: fallbackOf(call) })
+            if (rejected === undefined) return Effect.succeed<Verdict>({ works: false, why: "the check itself failed unexpectedly", detail: Cause.pretty(cause) })
+            return Effect.map(explain(rejected.error.error.message, server, settings.analysisTimeoutMs), (explained): Verdict => ({ works: false, ...explained }))
           }
         })
+    const detail = verdict.works || !options.verbose ? undefined : verdict.detail
     const result: AnalysisResult | undefined = Exit.isSuccess(exit) ? exit.value : undefined
     const price = Option.isSome(settings.openai.call.prices) && call?.costUsd !== undefined ? call.costUsd : undefined
     if (options.json) {
@@ -101,7 +129,7 @@ export const runCheck = (options: CheckOptions) =>
         result: result ?? null,
         verdict: verdict.works
           ? { works: true, fallback: Option.getOrNull(verdict.fallback), line: verdictLine(verdict) }
-          : { works: false, why: verdict.why, line: verdictLine(verdict) }
+          : { works: false, why: verdict.why, ...(detail === undefined ? {} : { detail }), line: verdictLine(verdict) }
       })
     } else {
       const rows: Array<readonly [string, string]> = [
@@ -119,6 +147,7 @@ export const runCheck = (options: CheckOptions) =>
       yield* Console.log(rows.map(([name, text]) => `${name.padEnd(width)}  ${text}`).join("\n"))
       if (result !== undefined) yield* Console.log(`\n${describeResult(result)}`)
       yield* Console.log(`\n${verdictLine(verdict)}`)
+      if (detail !== undefined) yield* Console.log(`cause: ${detail}`)
     }
     if (!verdict.works) process.exitCode = 1
   }).pipe(

@@ -12,7 +12,9 @@ const check = Command.make(
     ),
     json: Options.boolean("json").pipe(Options.withDescription("the check as JSON, for programs"))
   },
-  (options) => Effect.flatMap(Effect.promise(() => import("./check.ts")), ({ runCheck }) => runCheck(options).pipe(Effect.provide(AppConfigLive)))
+  (options) => Effect.flatMap(Effect.promise(() => import("./check.ts")), ({ runCheck }) =>
+    // `--verbose` is taken anywhere on the line (src/cli.ts), so it is read from there.
+    runCheck({ ...options, verbose: process.argv.includes("--verbose") }).pipe(Effect.provide(AppConfigLive)))
 ).pipe(
   Command.withDescription(
     "One call to the configured vision model (VISION_MODEL at OPENAI_BASE_URL): structured output, latency, tokens, cost with MODEL_PRICE_* set, the meal, and a verdict; no database, nothing charged; exit 1 when it does not work"

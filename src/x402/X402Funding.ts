@@ -188,6 +188,29 @@ export const X402FundingLive = Layer.effect(
       return { settle, release, submit }
     }
 
+    const validTooLong = invalid(
+      `the authorization is valid for too long: validBefore may be at most ${maximumValiditySeconds} seconds ahead (the challenge's maxTimeoutSeconds of ${MAX_TIMEOUT_SECONDS} plus ${VALIDITY_MARGIN_SECONDS}); sign it with the challenge's maxTimeoutSeconds`
+    )
+    const expiresTooSoon = invalid(
+      `the authorization expires too soon: it must stay valid for at least ${minimumValiditySeconds} seconds (sign it with the challenge's maxTimeoutSeconds)`
+    )
+    const contractWallet = invalid("smart-contract wallets are not supported; pay from an externally owned account")
+
+    /** Whether the chain would take the payment now, claiming nothing: what `reserve` checks that needs no request. */
+    const ready = (payment: DecodedPayment) =>
+      Effect.gen(function* () {
+        const nowSeconds = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+        const validBefore = BigInt(payment.authorization.validBefore)
+        if (validBefore > BigInt(nowSeconds + maximumValiditySeconds)) return yield* validTooLong
+        if (validBefore < BigInt(nowSeconds + minimumValiditySeconds)) return yield* expiresTooSoon
+        const isContract = yield* chain.hasCode(payment.authorization.from).pipe(Effect.catchAll(() => unavailableNow("the payment chain cannot be reached")))
+        if (isContract) return yield* contractWallet
+        const verdict = yield* verifier.verify(payment.payload, accepted).pipe(
+          Effect.catchAll(() => unavailableNow("the payment cannot be verified right now"))
+        )
+        if (!verdict.isValid) return yield* invalid(`the payment is not valid: ${explain(verdict.invalidReason ?? "invalid_payment")}`)
+      })
+
     const reserve = (payment: DecodedPayment) => (requestId: RequestId) =>
       Effect.gen(function* () {
         const digest = authorizationDigest(asset, payment.authorization)
@@ -202,11 +225,7 @@ export const X402FundingLive = Layer.effect(
           })
         // An authorization valid for longer than the challenge offers is refused before anything is looked up or stored.
         const nowSeconds = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-        if (BigInt(payment.authorization.validBefore) > BigInt(nowSeconds + maximumValiditySeconds)) {
-          return yield* invalid(
-            `the authorization is valid for too long: validBefore may be at most ${maximumValiditySeconds} seconds ahead (the challenge's maxTimeoutSeconds of ${MAX_TIMEOUT_SECONDS} plus ${VALIDITY_MARGIN_SECONDS}); sign it with the challenge's maxTimeoutSeconds`
-          )
-        }
+        if (BigInt(payment.authorization.validBefore) > BigInt(nowSeconds + maximumValiditySeconds)) return yield* validTooLong
         const records = <A, E, R>(self: Effect.Effect<A, E, R>) =>
           self.pipe(Effect.catchAll(() => unavailableNow("payment records are unavailable", requestId)))
         const holder = yield* records(store.holder(asset.toLowerCase(), payment.payer, nonce))
@@ -231,7 +250,7 @@ export const X402FundingLive = Layer.effect(
           { isContract: chain.hasCode(payment.authorization.from), head: chain.latestBlock },
           { concurrency: 2 }
         ).pipe(Effect.catchAll(() => unavailableNow("the payment chain cannot be reached", requestId)))
-        if (isContract) return yield* invalid("smart-contract wallets are not supported; pay from an externally owned account")
+        if (isContract) return yield* contractWallet
         const verdict = yield* verifier.verify(payment.payload, accepted).pipe(
           Effect.catchAll((e) =>
             Effect.logWarning("x402 verification unavailable", e.message).pipe(
@@ -249,11 +268,7 @@ export const X402FundingLive = Layer.effect(
           return yield* invalid(`the payment is not valid: ${explain(reason)}`)
         }
         // Work is paid only after it is done: the authorization must outlive the analysis and its settlement.
-        if (BigInt(payment.authorization.validBefore) < BigInt(nowSeconds + minimumValiditySeconds)) {
-          return yield* invalid(
-            `the authorization expires too soon: it must stay valid for at least ${minimumValiditySeconds} seconds (sign it with the challenge's maxTimeoutSeconds)`
-          )
-        }
+        if (BigInt(payment.authorization.validBefore) < BigInt(nowSeconds + minimumValiditySeconds)) return yield* expiresTooSoon
         yield* store
           .claim({
             requestId,
@@ -311,6 +326,7 @@ export const X402FundingLive = Layer.effect(
           }
           const method: FundingMethod = {
             payer: { kind: "x402", id: PayerId.make(`wallet:${payment.payer}`) },
+            ready: ready(payment),
             reserve: reserve(payment),
             resume: resume(payment)
           }

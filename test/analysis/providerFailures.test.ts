@@ -78,4 +78,21 @@ describe("a failing model provider", () => {
       expect(paused.headers.get("retry-after")).toBe("3600")
       expect(yield* ledger.balances).toEqual({ alice: 10 })
     }))
+
+  it.scopedLive("answers cut off by the server's own output-token cap are the operator's setting: none counts toward failure_limit", () =>
+    Effect.gen(function* () {
+      const { analyze, fake, ledger } = yield* setup
+      const cutOff = Reply.content('{"food_detected": true, "dish_name": "Chicken and ri', { finishReason: "length" })
+      fake.enqueue(cutOff, cutOff, cutOff, cutOff)
+      for (let i = 0; i < 4; i++) {
+        const answer = yield* analyze
+        expect(answer.status, answer.text).toBe(502)
+        expect(errorCode(answer)).toBe("analysis_failed")
+      }
+      // Four cut-off answers with a limit of three, and alice is still served.
+      fake.setFallback(Reply.answer(chickenRice))
+      const served = yield* analyze
+      expect(served.status, served.text).toBe(200)
+      expect(yield* ledger.balances).toEqual({ alice: 9 })
+    }))
 })

@@ -201,8 +201,7 @@ describe("VisionModelLive", () => {
       ["food without a dish name", Reply.answer({ ...meal, dish_name: "" })],
       ["food_detected as a string", Reply.answer({ ...meal, food_detected: "yes" })],
       ["a missing per_100g", Reply.answer({ ...meal, items: [{ name: "Rice", query: "rice", estimated_grams: 100, confidence: 0.5 }] })],
-      ["an empty message", Reply.content(null)],
-      ["an answer cut off by the token limit", Reply.content('{"food_detected": true', { finishReason: "length" })]
+      ["an empty message", Reply.content(null)]
     ]
     for (const [name, reply] of cases) {
       it.scoped(name, () =>
@@ -215,6 +214,16 @@ describe("VisionModelLive", () => {
         }))
     }
   })
+
+  it.scoped("an answer cut off by the token limit → cut_off, not the caller's invalid answer", () =>
+    Effect.gen(function* () {
+      const fake = yield* startFakeOpenAI()
+      fake.enqueue(Reply.content('{"food_detected": true', { finishReason: "length" }))
+      const error = yield* failure((yield* vision(fake)).analyze(input(yield* photo(64, 64))))
+      expect(error.reason).toBe("cut_off")
+      expect(error.message).toContain("output-token limit")
+      expect(fake.requests).toHaveLength(1)
+    }))
 
   describe("refusals", () => {
     it.scoped("message.refusal → refusal", () =>

@@ -7,6 +7,8 @@ import { createServer, type Server } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { crc32, deflateSync } from "node:zlib"
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader } from "@x402/core/http"
+import type { PaymentRequirements } from "@x402/core/types"
 import sharp from "sharp"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -280,4 +282,126 @@ describe("morsel analyze", () => {
     expect(again.stderr).toContain(`no pending analysis ${requestId} is kept`)
     expect(await units(address)).toBe(100_000_000n - 10_000n)
   }, 120_000)
+
+  it("a server asking 1 USDC an analysis: one line naming the price and --max-price, nothing signed; --max-price 1 pays it", async () => {
+    const photo = join(folder, "greedy.jpg")
+    await noise(320, 240).jpeg().toFile(photo)
+    const signed: Array<string> = []
+    const greedy = createServer((req, res) => {
+      req.resume()
+      req.on("end", () => {
+        const signature = req.headers["payment-signature"]
+        if (typeof signature === "string") {
+          signed.push(decodePaymentSignatureHeader(signature).accepted.amount)
+          res.writeHead(200, { "content-type": "application/json" })
+          res.end(JSON.stringify({ request_id: crypto.randomUUID(), dish_name: "Rice", items: [], totals: { kcal: 0, protein_g: 0, carbs_g: 0, fat_g: 0 }, estimated_total_grams: 0, estimate: true, model: "greedy" }))
+          return
+        }
+        const accepts: Array<PaymentRequirements> = [
+          {
+            scheme: "exact",
+            network: "eip155:8453",
+            asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+            amount: "1000000",
+            payTo: privateKeyToAccount(generatePrivateKey()).address,
+            maxTimeoutSeconds: 300,
+            extra: { name: "USD Coin", version: "2" }
+          }
+        ]
+        res.writeHead(402, { "content-type": "application/json", "payment-required": encodePaymentRequiredHeader({ x402Version: 2, resource: { url: "http://greedy/v1/analyze" }, accepts }) })
+        res.end("{}")
+      })
+    })
+    const port = await freePort()
+    await new Promise<void>((resolve) => greedy.listen(port, "127.0.0.1", resolve))
+    try {
+      const paying = ["--base-url", `http://127.0.0.1:${port}`, "--wallet-key", generatePrivateKey()]
+      const refused = await morsel(["analyze", photo, ...paying])
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toBe(
+        "morsel: the server asks 1 USDC per analysis; this client pays at most 0.01 USDC (exact, on Base): nothing was signed. If this server really charges more, allow it with --max-price 1\n"
+      )
+      expect(signed).toEqual([])
+      const badCap = await morsel(["analyze", photo, ...paying, "--max-price", "lots"])
+      expect(badCap.stderr).toContain("--max-price must be a price in USDC")
+      const allowed = await morsel(["analyze", photo, ...paying, "--max-price", "1"])
+      expect(allowed.code, allowed.stderr).toBe(0)
+      expect(signed).toEqual(["1000000"])
+    } finally {
+      await new Promise((resolve) => greedy.close(resolve))
+    }
+  }, 120_000)
+
+  it("a paid answer lost to a dropped connection: the same command run again replays the saved result and pays once", async () => {
+    const photo = join(folder, "stew.jpg")
+    await noise(400, 300).jpeg().toFile(photo)
+    const wallet = generatePrivateKey()
+    const address = privateKeyToAccount(wallet).address
+    // In front of the sandbox: the first paid analysis reaches it and is answered there, then its connection drops.
+    let dropped: { readonly status: number; readonly requestId: string } | undefined
+    const dropping = createServer(async (req, res) => {
+      const chunks: Array<Buffer> = []
+      for await (const chunk of req) chunks.push(chunk as Buffer)
+      const body = Buffer.concat(chunks)
+      const headers = Object.fromEntries(Object.entries(req.headers).filter((entry): entry is [string, string] => typeof entry[1] === "string" && entry[0] !== "host"))
+      const answer = await fetch(`${sandbox.url}${req.url}`, { method: req.method ?? "GET", headers, ...(body.length > 0 ? { body } : {}) })
+      const text = await answer.text()
+      if (dropped === undefined && req.url === "/v1/analyze" && req.headers["payment-signature"] !== undefined) {
+        dropped = { status: answer.status, requestId: String((JSON.parse(text) as { request_id?: string }).request_id) }
+        req.socket.destroy()
+        return
+      }
+      res.writeHead(answer.status, Object.fromEntries(answer.headers))
+      res.end(text)
+    })
+    const port = await freePort()
+    await new Promise<void>((resolve) => dropping.listen(port, "127.0.0.1", resolve))
+    try {
+      const command = ["analyze", photo, "--base-url", `http://127.0.0.1:${port}`, "--wallet-key", wallet, "--json"]
+      const lost = await morsel(command)
+      expect(lost.code).toBe(1)
+      expect(dropped?.status).toBe(200)
+      // The server was paid for the lost answer.
+      expect(await units(address)).toBe(100_000_000n - 10_000n)
+
+      const again = await morsel(command)
+      expect(again.code, again.stderr).toBe(0)
+      expect(JSON.parse(again.stdout)).toMatchObject({ request_id: dropped?.requestId })
+      expect(await units(address)).toBe(100_000_000n - 10_000n)
+    } finally {
+      await new Promise((resolve) => dropping.close(resolve))
+    }
+  }, 180_000)
+
+  it("a saved result expired (410): the run steps to the next key of its chain, and a rerun walks the same chain", async () => {
+    const photo = join(folder, "toast.jpg")
+    await noise(200, 150).jpeg().toFile(photo)
+    // A server whose first key's result has expired: 410 for it, a result for any other key.
+    const keys: Array<string> = []
+    const expiring = createServer((req, res) => {
+      req.resume()
+      req.on("end", () => {
+        const key = String(req.headers["idempotency-key"])
+        keys.push(key)
+        const expired = key === keys[0]
+        res.writeHead(expired ? 410 : 200, { "content-type": "application/json" })
+        res.end(JSON.stringify(expired ? { error: { code: "result_expired", message: "the 24-hour result recovery window has passed" } } : { request_id: `result-of-${key}`, items: [], totals: { kcal: 0, protein_g: 0, carbs_g: 0, fat_g: 0 } }))
+      })
+    })
+    const port = await freePort()
+    await new Promise<void>((resolve) => expiring.listen(port, "127.0.0.1", resolve))
+    try {
+      const command = ["analyze", photo, "--base-url", `http://127.0.0.1:${port}`, "--key", `morsel_test_${"ab".repeat(32)}`, "--json"]
+      const first = await morsel(command)
+      const second = await morsel(command)
+      expect(first.code, first.stderr).toBe(0)
+      expect(second.stdout).toBe(first.stdout)
+      expect(keys).toHaveLength(4)
+      expect(keys[0]).not.toBe(keys[1])
+      expect(keys.slice(2)).toEqual(keys.slice(0, 2))
+      expect(JSON.parse(first.stdout)).toMatchObject({ request_id: `result-of-${keys[1]}` })
+    } finally {
+      await new Promise((resolve) => expiring.close(resolve))
+    }
+  }, 180_000)
 })

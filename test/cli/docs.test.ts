@@ -1,18 +1,21 @@
 // Every shell block of docs/: each parses (`bash -n`), and each one that is not marked runs as written against a
 // fresh sandbox, page by page in order (a page's blocks share their shell, as a reader's terminal does), in a folder
-// holding a photo `lunch.jpg` of about 120 KB and with `KEY` a credit key that has credits. curl there fails on an
+// holding a photo `lunch.jpg` (once one of about 120 KB, once a phone's 4032 × 3024 photo of 5.7 MB turned by EXIF)
+// and morsel installed as `npm install ../morsel` installs it, with `KEY` a credit key that has credits. curl there fails on an
 // HTTP error, so a block whose request the server refuses fails too. A block that needs live accounts or
 // machine setup is marked on the line before it, `<!-- live -->` or `<!-- parsed only: why -->`, and is only parsed.
 // Also: every relative link of docs/ names a file that exists (and a heading of it, for `#…`).
 import { randomUUID } from "node:crypto"
 import { execFile } from "node:child_process"
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
+import { promisify } from "node:util"
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { newCreditKey } from "../../src/credits/keys.ts"
 import { send } from "../support/http.ts"
+import { phonePhoto } from "../support/phonePhoto.ts"
 import { root, type Served, serveProcess } from "../support/process.ts"
 
 interface ShellBlock {
@@ -62,22 +65,11 @@ describe("the shell blocks of docs/", () => {
 
   describe("the unmarked ones, run against the sandbox", () => {
     let sandbox: Served
-    let folder: string
     let key: string
     beforeAll(async () => {
+      // The client library the pages use is the built package, as `npm ci` in the clone leaves it.
+      await promisify(execFile)(process.execPath, [join(root, "bin/build-if-stale.js")], { cwd: root })
       sandbox = await serveProcess(["--sandbox"], { MORSEL_DATA_DIR: "memory://" })
-      folder = mkdtempSync(join(tmpdir(), "morsel-docs-"))
-      // A photo as a phone's, shrunk to fit: well over what a command line holds once in base64.
-      await sharp(join(root, "test/fixtures/lunch.jpg")).resize(2000, 1500).jpeg({ quality: 98 }).toFile(join(folder, "lunch.jpg"))
-      // Its base64 is longer than one argument of a command may be (128 KiB on Linux).
-      expect((statSync(join(folder, "lunch.jpg")).size * 4) / 3).toBeGreaterThan(131_072)
-      // curl as the reader's, but failing on an HTTP error answer.
-      mkdirSync(join(folder, ".bin"))
-      const curl = join(folder, ".bin/curl")
-      const realCurl = (process.env["PATH"] ?? "").split(":").map((dir) => join(dir, "curl")).find((path) => existsSync(path))
-      expect(realCurl).toBeDefined()
-      writeFileSync(curl, `#!/bin/sh\nexec ${realCurl} --fail-with-body "$@"\n`)
-      chmodSync(curl, 0o755)
       key = newCreditKey(true)
       const checkout = await send(`${sandbox.url}/v1/credits/checkout`, {
         headers: { authorization: `Bearer ${key}` },
@@ -89,24 +81,69 @@ describe("the shell blocks of docs/", () => {
     }, 240_000)
     afterAll(async () => {
       await sandbox?.stop()
-      if (folder !== undefined) rmSync(folder, { recursive: true, force: true })
     })
 
-    for (const page of pages) {
-      const blocks = shellBlocks(page).filter((block) => !block.marked)
-      if (blocks.length === 0) continue
-      it(`docs/${page}: its ${blocks.length} shell blocks run as written`, async () => {
-        const port = new URL(sandbox.url).port
-        const script = blocks
-          .map((block) => `printf '\\n%s\\n' ${JSON.stringify(`::: docs/${page}:${block.line}`)}\n${block.text.replaceAll("127.0.0.1:8787", `127.0.0.1:${port}`)}`)
-          .join("\n")
-        const run = await bash(["-c", `set -eo pipefail\n${script}`], {
-          cwd: folder,
-          env: { PATH: `${join(folder, ".bin")}:${process.env["PATH"] ?? ""}`, HOME: folder, TMPDIR: tmpdir(), KEY: key }
+    // The photo a reader has: one already small, and one straight from a phone.
+    const photos = [
+      {
+        name: "a photo of about 120 KB",
+        make: async (file: string) => {
+          // A photo as a phone's, shrunk to fit: well over what a command line holds once in base64.
+          await sharp(join(root, "test/fixtures/lunch.jpg")).resize(2000, 1500).jpeg({ quality: 98 }).toFile(file)
+          // Its base64 is longer than one argument of a command may be (128 KiB on Linux).
+          expect((statSync(file).size * 4) / 3).toBeGreaterThan(131_072)
+        }
+      },
+      {
+        name: "a phone photo (4032 × 3024 JPEG, 5–6 MB, EXIF orientation 6)",
+        make: async (file: string) => {
+          writeFileSync(file, await phonePhoto())
+          const seen = await sharp(file).metadata()
+          expect([seen.width, seen.height, seen.orientation]).toEqual([4032, 3024, 6])
+          expect(statSync(file).size).toBeGreaterThan(5_000_000)
+          expect(statSync(file).size).toBeLessThan(6_000_000)
+        }
+      }
+    ]
+
+    for (const photo of photos) {
+      describe(`with ${photo.name} as lunch.jpg`, () => {
+        let folder: string
+        beforeAll(async () => {
+          folder = mkdtempSync(join(tmpdir(), "morsel-docs-"))
+          await photo.make(join(folder, "lunch.jpg"))
+          // The reader's project, where `npm install ../morsel` linked the clone.
+          mkdirSync(join(folder, "node_modules"))
+          symlinkSync(root, join(folder, "node_modules/morsel"), "dir")
+          // curl as the reader's, but failing on an HTTP error answer.
+          mkdirSync(join(folder, ".bin"))
+          const curl = join(folder, ".bin/curl")
+          const realCurl = (process.env["PATH"] ?? "").split(":").map((dir) => join(dir, "curl")).find((path) => existsSync(path))
+          expect(realCurl).toBeDefined()
+          writeFileSync(curl, `#!/bin/sh\nexec ${realCurl} --fail-with-body "$@"\n`)
+          chmodSync(curl, 0o755)
+        }, 120_000)
+        afterAll(() => {
+          if (folder !== undefined) rmSync(folder, { recursive: true, force: true })
         })
-        const failed = run.output.split("\n").filter((line) => line.startsWith(":::")).pop()
-        expect(run.code, `the block at ${failed?.slice(4)} failed (exit ${run.code}):\n${run.output}`).toBe(0)
-      }, 240_000)
+
+        for (const page of pages) {
+          const blocks = shellBlocks(page).filter((block) => !block.marked)
+          if (blocks.length === 0) continue
+          it(`docs/${page}: its ${blocks.length} shell blocks run as written`, async () => {
+            const port = new URL(sandbox.url).port
+            const script = blocks
+              .map((block) => `printf '\\n%s\\n' ${JSON.stringify(`::: docs/${page}:${block.line}`)}\n${block.text.replaceAll("127.0.0.1:8787", `127.0.0.1:${port}`)}`)
+              .join("\n")
+            const run = await bash(["-c", `set -eo pipefail\n${script}`], {
+              cwd: folder,
+              env: { PATH: `${join(folder, ".bin")}:${process.env["PATH"] ?? ""}`, HOME: folder, TMPDIR: tmpdir(), KEY: key }
+            })
+            const failed = run.output.split("\n").filter((line) => line.startsWith(":::")).pop()
+            expect(run.code, `the block at ${failed?.slice(4)} failed (exit ${run.code}):\n${run.output}`).toBe(0)
+          }, 240_000)
+        }
+      })
     }
   })
 })

@@ -40,8 +40,16 @@ const expectShown = (printed: string, shown: string) => {
 
 const DEFAULT_PORT = "8787"
 
+/** Every fenced shell block of the README, with the text before it (what it is for). */
+const shellBlocks = () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8")
+  return Array.from(readme.matchAll(/^```sh\n([\s\S]*?)^```$/gm), (match) => ({ text: match[1] ?? "", before: readme.slice(0, match.index) }))
+}
+
 describe("the README's quick start", () => {
   let server: ChildProcess | undefined
+  let env: Record<string, string> = {}
+  let port = ""
   afterAll(async () => {
     // The whole process group: npm, and the sandbox it started; then wait until every process of it is gone (the
     // sandbox removes its database folder from TMPDIR on the way out).
@@ -66,9 +74,9 @@ describe("the README's quick start", () => {
     const analyze = steps[1]!
     // Installing is the suite's own business (CI has run `npm ci`): the rest of the command runs as written.
     expect(serve.command).toMatch(/^npm ci && /)
-    const port = String(await freePort())
+    port = String(await freePort())
     // A random port for the test; the README's URLs name the default one.
-    const env = { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", HOME: process.env["HOME"] ?? "/root", PORT: port, MORSEL_BASE_URL: `http://127.0.0.1:${port}` }
+    env = { PATH: process.env["PATH"] ?? "", TMPDIR: process.env["TMPDIR"] ?? "/tmp", HOME: process.env["HOME"] ?? "/root", PORT: port, MORSEL_BASE_URL: `http://127.0.0.1:${port}` }
     const onPort = (text: string) => text.replaceAll(`127.0.0.1:${DEFAULT_PORT}`, `127.0.0.1:${port}`)
 
     let printed = ""
@@ -86,5 +94,32 @@ describe("the README's quick start", () => {
     })
     expect(run.code, run.output).toBe(0)
     expectShown(run.output, onPort(analyze.shown))
+  }, 300_000)
+
+  it("every shell block parses; the card-credits block runs as written on that sandbox, the reader's Pay press made here", async () => {
+    for (const block of shellBlocks()) {
+      const parsed = await new Promise<number>((resolve) => execFile("bash", ["-n", "-c", block.text], (error) => resolve(error === null ? 0 : 1)))
+      expect(parsed, block.text).toBe(0)
+    }
+    const cards = shellBlocks().find((block) => block.before.trimEnd().endsWith("**With card credits instead of a wallet** (still the sandbox, nothing charged):"))
+    expect(cards).toBeDefined()
+    const [beforePay = "", afterPay = ""] = (cards?.text ?? "").replaceAll("127.0.0.1:8787", `127.0.0.1:${port}`).split(/^# open that page and press Pay\n/m)
+    expect(afterPay).not.toBe("")
+    const bash = (script: string, extra: Record<string, string> = {}) =>
+      new Promise<{ code: number; output: string }>((resolve) =>
+        execFile("bash", ["-c", `set -eo pipefail\n${script}`], { cwd: root, env: { ...env, ...extra }, timeout: 120_000 }, (error, stdout, stderr) =>
+          resolve({ code: error ? Number(error.code ?? 1) : 0, output: `${stdout}${stderr}` })
+        )
+      )
+    const bought = await bash(`${beforePay}\necho "key: $KEY"`)
+    expect(bought.code, bought.output).toBe(0)
+    const page = /(http:\/\/127\.0\.0\.1:\d+\/sandbox\/checkout\/cs_test_\w+)/.exec(bought.output)?.[1]
+    const key = /^key: (morsel_test_[0-9a-f]{64})$/m.exec(bought.output)?.[1]
+    expect(page, bought.output).toBeDefined()
+    // The reader opens the page and presses Pay.
+    expect((await fetch(`${page}/pay`, { method: "POST" })).status).toBe(200)
+    const spent = await bash(afterPay, { KEY: key ?? "" })
+    expect(spent.code, spent.output).toBe(0)
+    expectShown(spent.output, "500 credits (test mode)\n…\ntotal …")
   }, 300_000)
 })

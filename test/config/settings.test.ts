@@ -18,7 +18,7 @@ describe("settings", () => {
         expect(Either.map(read, (s) => s.logLevel)).toEqual(Either.right(level))
       }
       const wrong = yield* settings({ LOG_LEVEL: "loud" })
-      expect(Either.isLeft(wrong) && String(wrong.left)).toContain('Invalid data at LOG_LEVEL: ""loud" is not a log level')
+      expect(Either.isLeft(wrong) && String(wrong.left)).toContain('Invalid data at LOG_LEVEL: "must be a log level (all, trace, debug, info, warn, warning, error, fatal, none, off, silent), not "loud"')
     }))
 
   it.effect("METRICS is on or off; anything else names the setting", () =>

@@ -253,7 +253,7 @@ describe("unknown keys", () => {
       expect(Either.map(good, (s) => s.trustedProxies)).toEqual(Either.right(["10.0.0.1", "192.168.0.0/16", "fd00::/8", "::1"]))
       for (const bad of ["proxy.example.com", "10.0.0.0/33", "10.0.0.1/8/2", "300.1.1.1"]) {
         const refused = yield* read(bad)
-        expect(Either.isLeft(refused) && String(refused.left)).toContain(`Invalid data at TRUSTED_PROXIES: ""${bad}" is not an IP address or CIDR range`)
+        expect(Either.isLeft(refused) && String(refused.left)).toContain(`Invalid data at TRUSTED_PROXIES: "must list IP addresses or CIDR ranges such as 10.0.0.0/8 or fd00::/8, not "${bad}""`)
       }
     }))
 })

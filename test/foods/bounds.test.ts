@@ -19,24 +19,24 @@ const records = shippedFoods()
 const dependencies = Layer.mergeAll(VisionModelLive, FoodDbMemory(records), FundingMemory({}), LimitsUnlimited)
 
 const LETTERS = "abcdefghijklmnopqrstuvwxyz"
-const fit = (words: ReadonlyArray<string>) => words.join(" ").slice(0, 200).trim()
+const within200 = (words: ReadonlyArray<string>) => words.join(" ").slice(0, 200).trim()
 
 /** The slowest texts we know, each made distinct by `n` (a text already searched is answered from memory). */
 const hostile = (n: number): ReadonlyArray<string> => [
   // 100 one-letter words: each begins thousands of words.
-  fit(Array.from({ length: 100 }, (_, i) => LETTERS[(i + n) % 26]!)),
+  within200(Array.from({ length: 100 }, (_, i) => LETTERS[(i + n) % 26]!)),
   // 66 distinct two-letter words.
-  fit(Array.from({ length: 66 }, (_, i) => `${LETTERS[(i + n) % 26]}${LETTERS[Math.floor(i / 26 + n) % 26]}`)),
+  within200(Array.from({ length: 66 }, (_, i) => `${LETTERS[(i + n) % 26]}${LETTERS[Math.floor(i / 26 + n) % 26]}`)),
   // A long unknown word, repeated: every repair of a misspelling is tried on it.
-  fit(Array.from({ length: 13 }, () => `chickenbroccol${LETTERS[n % 26]}`)),
-  fit(Array.from({ length: 8 }, (_, i) => `${LETTERS[(i + n) % 26]!.repeat(24)}`)),
+  within200(Array.from({ length: 13 }, () => `chickenbroccol${LETTERS[n % 26]}`)),
+  within200(Array.from({ length: 8 }, (_, i) => `${LETTERS[(i + n) % 26]!.repeat(24)}`)),
   // Unicode and digits.
-  fit(Array.from({ length: 100 }, (_, i) => ["é", "ж", "日本", "ß", "ø", "ñ", "ą"][(i + n) % 7]!)),
-  fit(Array.from({ length: 100 }, (_, i) => String((i + n) % 10))),
+  within200(Array.from({ length: 100 }, (_, i) => ["é", "ж", "日本", "ß", "ø", "ñ", "ą"][(i + n) % 7]!)),
+  within200(Array.from({ length: 100 }, (_, i) => String((i + n) % 10))),
   // Words that each begin or are the words of thousands of records, and SR28's group words.
-  fit(Array.from({ length: 40 }, (_, i) => ["s", "c", "ch", "co", "sal", "coo", "wit", "raw", "bee", "por", "and", "with", "beef", "fat", "meat"][(i + n) % 15]!)),
-  fit(["product", "fat", "meat", "with", "beef", "separable", "lean", "vegetable", "products", "cooked", "raw", LETTERS[n % 26]!]),
-  fit(Array.from({ length: 30 }, (_, i) => ["chickn", "brocolli", "whit", "salmn", "chese", "porkk", "beeff"][(i + n) % 7]!))
+  within200(Array.from({ length: 40 }, (_, i) => ["s", "c", "ch", "co", "sal", "coo", "wit", "raw", "bee", "por", "and", "with", "beef", "fat", "meat"][(i + n) % 15]!)),
+  within200(["product", "fat", "meat", "with", "beef", "separable", "lean", "vegetable", "products", "cooked", "raw", LETTERS[n % 26]!]),
+  within200(Array.from({ length: 30 }, (_, i) => ["chickn", "brocolli", "whit", "salmn", "chese", "porkk", "beeff"][(i + n) % 7]!))
 ]
 
 /** One answer per call, in turn, with the event loop watched; a /health sent beside each call says how long it waited. */
@@ -126,14 +126,20 @@ describe("no food call holds the event loop", () => {
     let worst = { ms: 0, text: "" }
     fc.assert(
       fc.property(text, (q) => {
-        const before = process.cpuUsage()
-        const started = performance.now()
-        // A nutrition item's matching and its suggestions, and a search of the most foods.
-        if (reader.named(q) === undefined) reader.search(q, 5)
-        reader.search(q, 25)
-        const used = process.cpuUsage(before)
         // As in loopHold.ts: the thread computed for at most the lesser of the process's CPU time and the wall time.
-        const ms = Math.min((used.user + used.system) / 1000, performance.now() - started)
+        const held = (step: () => unknown) => {
+          const before = process.cpuUsage()
+          const started = performance.now()
+          step()
+          const used = process.cpuUsage(before)
+          return Math.min((used.user + used.system) / 1000, performance.now() - started)
+        }
+        // A nutrition item's matching, its suggestions (the call takes its turn between them), a search of the most foods.
+        const ms = Math.max(
+          held(() => reader.named(q)),
+          held(() => reader.search(q, 5)),
+          held(() => reader.search(q, 25))
+        )
         if (ms > worst.ms) worst = { ms, text: q }
         return ms <= 30
       }),

@@ -10,6 +10,7 @@ import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
+import { SHRINK_PHOTO } from "../../src/domain/image.ts"
 import { MAX_BODY_BYTES } from "../../src/domain/bodies.ts"
 import { FoodDb } from "../../src/foods/FoodDb.ts"
 import { noFoods } from "../../src/foods/FoodDbLive.ts"
@@ -130,7 +131,7 @@ const expectRestTooLarge = (seen: Seen, what: string) => {
   expect(seen.status, what).toBe(413)
   expect(JSON.parse(seen.text!), what).toEqual({
     _tag: "PayloadTooLarge",
-    error: { code: "request_too_large", message: `request body exceeds ${MAX_BODY_BYTES} bytes` }
+    error: { code: "request_too_large", message: `request body exceeds ${MAX_BODY_BYTES} bytes: ${SHRINK_PHOTO}` }
   })
 }
 

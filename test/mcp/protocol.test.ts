@@ -1,11 +1,15 @@
 // The tool interface's protocol: the 2026-07-28 revision's server card and caching hints, Host and Origin checks, the caller's trace continued.
+import { execFile } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { request as httpRequest } from "node:http"
+import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Ref, Scope } from "effect"
 import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModel } from "../../src/analysis/VisionModel.ts"
 import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
+import { PROTOCOL_VERSIONS } from "../../src/mcp/McpRoute.ts"
 import { analyzeFood, connect, toolErrorCode } from "../support/clients.ts"
 import { makeImage } from "../support/images.ts"
 import { otlpReceiver, spansOf } from "../support/otlp.ts"
@@ -144,5 +148,66 @@ describe("MCP traces", () => {
       const spans = spansOf(yield* Ref.get(receiver.bodies))
       const tool = spans.find((s) => s.name === "mcp tools/call analyze_food")
       expect(tool).toMatchObject({ traceId, parentSpanId: parentId })
+    }), 120_000)
+})
+
+/** The JSON documents of a text that holds several back to back (curl adds no line break after a body). */
+const jsonDocuments = (text: string): Array<Record<string, unknown>> => {
+  const documents: Array<Record<string, unknown>> = []
+  let depth = 0
+  let start = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]
+    if (inString) {
+      if (c === "\\") i++
+      else if (c === '"') inString = false
+    } else if (c === '"') inString = true
+    else if (c === "{") {
+      if (depth++ === 0) start = i
+    } else if (c === "}" && --depth === 0) documents.push(JSON.parse(text.slice(start, i + 1)) as Record<string, unknown>)
+  }
+  return documents
+}
+
+describe("MCP revisions", () => {
+  it.scoped("server/discover lists every revision the server speaks, and each 2025 one is answered by initialize as itself", () =>
+    Effect.gen(function* () {
+      const { url } = yield* startServer({ dependencies })
+      const discover = yield* post(url, { method: "server/discover", params: { _meta: envelope } })
+      expect(discover.body).toMatchObject({ result: { supportedVersions: ["2026-07-28", "2025-11-25", "2025-06-18"] } })
+      expect(PROTOCOL_VERSIONS).toEqual(["2026-07-28", "2025-11-25", "2025-06-18"])
+      const initialize = (protocolVersion: string) =>
+        post(
+          url,
+          { method: "initialize", params: { protocolVersion, capabilities: {}, clientInfo: { name: "raw-test", version: "1" } } },
+          { "mcp-protocol-version": protocolVersion, "mcp-method": "" }
+        )
+      for (const version of ["2025-11-25", "2025-06-18"]) {
+        expect((yield* initialize(version)).body, version).toMatchObject({ result: { protocolVersion: version } })
+      }
+      // An older client is offered the newest 2025 revision (it may then go, or speak that).
+      expect((yield* initialize("2025-03-26")).body).toMatchObject({ result: { protocolVersion: "2025-11-25" } })
+    }), 120_000)
+
+  it.scopedLive("docs/mcp.md's raw 2026-07-28 requests run as written with curl: discovery, then a free tool call", () =>
+    Effect.gen(function* () {
+      const { url } = yield* startServer({ dependencies })
+      const page = readFileSync(join(import.meta.dirname, "../../docs/mcp.md"), "utf8")
+      const block = /\*\*A raw 2026-07-28 request\*\*[\s\S]*?```sh\n([\s\S]*?)```/.exec(page)?.[1]
+      expect(block).toContain("server/discover")
+      const script = (block ?? "").replaceAll("http://127.0.0.1:8787", url)
+      const run = yield* Effect.async<{ code: number; stdout: string; stderr: string }>((resume) => {
+        execFile("bash", ["-c", `set -eo pipefail\n${script}`], { env: { PATH: process.env["PATH"] ?? "" }, timeout: 60_000 }, (error, stdout, stderr) =>
+          resume(Effect.succeed({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
+        )
+      })
+      expect(run.code, run.stderr).toBe(0)
+      // Two answers, as curl prints them: JSON documents back to back.
+      const answers = jsonDocuments(run.stdout)
+      expect(answers).toHaveLength(2)
+      expect(answers[0]).toMatchObject({ id: 1, result: { supportedVersions: PROTOCOL_VERSIONS } })
+      expect(answers[1], JSON.stringify(answers[1])).toMatchObject({ id: 2, result: { structuredContent: { foods: expect.any(Array) } } })
+      expect(answers[1]).not.toHaveProperty("result.isError", true)
     }), 120_000)
 })

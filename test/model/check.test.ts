@@ -1,6 +1,7 @@
 // `morsel model check` run from the sources against the fake OpenAI-compatible server: a working model, one whose
 // server refuses strict structured output (it falls back), broken ones (the verdict says why), and bad settings.
 import { execFile } from "node:child_process"
+import { createServer } from "node:net"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -115,21 +116,93 @@ describe("morsel model check", () => {
       const missing = yield* check(["--json"], settingsFor(refusing))
       expect(missing.code).toBe(1)
       expect(JSON.parse(missing.stdout)).toMatchObject({
-        verdict: { works: false, why: "the vision model provider answered HTTP 404 (model_not_found)" },
+        verdict: {
+          works: false,
+          why: "the vision model provider answered HTTP 404 (model_not_found): check VISION_MODEL against the models this server offers"
+        },
         tokens: null
       })
     }), 120_000)
 
   it.effect("without a key or with a bad setting: one line naming it, exit 1", () =>
     Effect.gen(function* () {
-      const noKey = yield* check([], {})
+      // Side by side: each is a process starting the command from its sources.
+      const [noKey, bad, half] = yield* Effect.all(
+        [
+          check([], {}),
+          check([], { OPENAI_API_KEY: "sk-x", VISION_REASONING_EFFORT: "extreme" }),
+          check([], { OPENAI_API_KEY: "sk-x", MODEL_PRICE_INPUT_PER_MTOK: "0.25" })
+        ],
+        { concurrency: "unbounded" }
+      )
       expect(noKey.code).toBe(1)
       expect(noKey.stdout).toContain("verdict: does not work — OPENAI_API_KEY is unset")
-      const bad = yield* check([], { OPENAI_API_KEY: "sk-x", VISION_REASONING_EFFORT: "extreme" })
       expect(bad.code).toBe(1)
-      expect(bad.stderr).toContain("VISION_REASONING_EFFORT must be one of none, minimal, low, medium, high, xhigh or default")
-      const half = yield* check([], { OPENAI_API_KEY: "sk-x", MODEL_PRICE_INPUT_PER_MTOK: "0.25" })
+      expect(bad.stderr).toBe('morsel: bad setting VISION_REASONING_EFFORT: must be one of none, minimal, low, medium, high, xhigh or default (not sent), not "extreme"\n')
       expect(half.code).toBe(1)
-      expect(half.stderr).toContain("MODEL_PRICE_OUTPUT_PER_MTOK is needed with the other price")
+      expect(half.stderr).toBe("morsel: bad setting MODEL_PRICE_OUTPUT_PER_MTOK: needed with the other price: set MODEL_PRICE_INPUT_PER_MTOK and MODEL_PRICE_OUTPUT_PER_MTOK together\n")
+    }), 120_000)
+
+  it.scopedLive("--json prints one JSON document on stdout, the retries' log lines on stderr; --verbose names each cause apart", () =>
+    Effect.gen(function* () {
+      const refusedPort = yield* Effect.promise(freePort)
+      const plain = yield* startFakeOpenAI()
+      const keyRefused = yield* startFakeOpenAI()
+      keyRefused.enqueue(Reply.status(401, { message: "Incorrect API key provided: sk-fake…", code: "invalid_api_key" }))
+      const stuck = yield* startFakeOpenAI()
+      stuck.enqueue(Reply.hang())
+      const json = (run: Run) => {
+        // The whole of stdout is one document: no log line before or after it.
+        expect(() => JSON.parse(run.stdout), `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`).not.toThrow()
+        return (JSON.parse(run.stdout) as { verdict: { works: boolean; why: string; detail?: string } }).verdict
+      }
+      const verbose = ["--json", "--verbose"]
+      const [unknownHost, refused, tls, unauthorized, timedOut, quiet] = yield* Effect.all(
+        [
+          check(verbose, { OPENAI_API_KEY: "sk-x", OPENAI_BASE_URL: "http://no-such-host.invalid/v1", LOG_LEVEL: "info" }),
+          check(verbose, { OPENAI_API_KEY: "sk-x", OPENAI_BASE_URL: `http://127.0.0.1:${refusedPort}/v1`, LOG_LEVEL: "info" }),
+          check(verbose, { OPENAI_API_KEY: "sk-x", OPENAI_BASE_URL: plain.url.replace(/^http:/, "https:"), LOG_LEVEL: "info" }),
+          check(verbose, settingsFor(keyRefused, { LOG_LEVEL: "info" })),
+          check(verbose, settingsFor(stuck, { ANALYSIS_TIMEOUT_MS: "1500", LOG_LEVEL: "info" })),
+          check(["--json"], { OPENAI_API_KEY: "sk-x", OPENAI_BASE_URL: `http://127.0.0.1:${refusedPort}/v1`, LOG_LEVEL: "info" })
+        ],
+        // Two at a time: each is a process starting the command from its sources.
+        { concurrency: 2 }
+      )
+      for (const run of [unknownHost, refused, tls, unauthorized, timedOut]) expect(run.code, run.stderr).toBe(1)
+      // The retries were logged, and not on stdout.
+      expect(refused.stderr).toContain("vision model call failed; retrying a few times")
+      expect(json(unknownHost).why).toBe("the host no-such-host.invalid is unknown (no address found for it): check the name in OPENAI_BASE_URL")
+      expect(json(unknownHost).detail).toMatch(/could not reach the vision model provider; (ENOTFOUND|EAI_AGAIN)/)
+      expect(json(refused).why).toBe(`127.0.0.1:${refusedPort} refused the connection (nothing listens there): start the model server, or correct the port in OPENAI_BASE_URL`)
+      expect(json(refused).detail).toContain("ECONNREFUSED")
+      expect(json(tls).why).toMatch(/^the TLS handshake with 127\.0\.0\.1:\d+ failed \(ERR_SSL_WRONG_VERSION_NUMBER\): a server without TLS is reached with http:\/\//)
+      expect(json(unauthorized).why).toMatch(/^127\.0\.0\.1:\d+ refused the key \(HTTP 401\): check OPENAI_API_KEY/)
+      expect(json(timedOut).why).toMatch(/^127\.0\.0\.1:\d+ took the request but did not answer within 1500 ms/)
+      // Five causes, five different sentences; the key's echo never appears.
+      expect(new Set([unknownHost, refused, tls, unauthorized, timedOut].map((run) => json(run).why)).size).toBe(5)
+      expect(unauthorized.stdout + unauthorized.stderr).not.toContain("Incorrect API key")
+      // Without --verbose the cause is named all the same; the system's own words are not added.
+      expect(json(quiet).why).toBe(json(refused).why)
+      expect(json(quiet)).not.toHaveProperty("detail")
+    }), 400_000)
+
+  it.scopedLive("as a table, --verbose adds the cause's own words under the verdict", () =>
+    Effect.gen(function* () {
+      const port = yield* Effect.promise(freePort)
+      const run = yield* check(["--verbose"], { OPENAI_API_KEY: "sk-x", OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` })
+      expect(run.code).toBe(1)
+      expect(run.stdout).toContain(`verdict: does not work — 127.0.0.1:${port} refused the connection`)
+      expect(run.stdout).toMatch(/^cause: could not reach the vision model provider; ECONNREFUSED: connect ECONNREFUSED 127\.0\.0\.1:\d+$/m)
+      expect(run.stdout).not.toContain("retrying")
     }), 120_000)
 })
+
+/** A port nobody listens on right now. */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const address = probe.address()
+      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0))
+    })
+  })

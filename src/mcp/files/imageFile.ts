@@ -5,7 +5,7 @@
  * input for idempotency and replays whichever way it came.
  */
 import { Effect, Either, Schema } from "effect"
-import { InvalidRequest, PayloadTooLarge, schemaRejection } from "../../domain/errors.ts"
+import { InvalidRequest, PayloadTooLarge, schemaRejection, TooManyRequests } from "../../domain/errors.ts"
 import { IMAGE_LIMITS } from "../../domain/image.ts"
 import { DownloadRefused, download } from "./download.ts"
 import type { FileSettings } from "./settings.ts"
@@ -28,6 +28,29 @@ const ImageFile = Schema.Struct({
   download_url: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(4096)),
   file_id: Schema.optional(Schema.String.pipe(Schema.maxLength(512)))
 })
+
+/** How many photos one instance fetches at once; a call beyond them is refused at once, not queued. */
+export const MAX_CONCURRENT_DOWNLOADS = 4
+
+/**
+ * Runs downloads at most MAX_CONCURRENT_DOWNLOADS at a time (one per instance): a call beyond them gets 429
+ * `capacity_limited` without waiting, so no burst of calls can hold the server's outbound connections.
+ */
+export const downloadGate = (max = MAX_CONCURRENT_DOWNLOADS) => {
+  let running = 0
+  const busy = new TooManyRequests({
+    error: {
+      code: "capacity_limited",
+      message: `this server is already fetching ${max} photos; retry in a moment, or send the photo as image_base64 with mime_type`
+    }
+  })
+  return <A, E, R>(fetch: Effect.Effect<A, E, R>): Effect.Effect<A, E | TooManyRequests, R> =>
+    Effect.suspend((): Effect.Effect<A, E | TooManyRequests, R> => {
+      if (running >= max) return Effect.fail(busy)
+      running++
+      return Effect.ensuring(fetch, Effect.sync(() => running--))
+    })
+}
 
 const refusal = (path: ReadonlyArray<string>, message: string) => schemaRejection([{ path, message }], message)
 
