@@ -6,7 +6,7 @@ import { type AnalysisResult, type AnalyzeOptions, type MorselClient, MorselErro
 import { priceOf, unitsOf } from "../client/price.ts"
 import { withProgress } from "../terminal.ts"
 import { baseUrlOf, baseUrlOption, CliFailure, clientOf, cliFailureOf, jsonOption, keyOf, keyOption, reportFailure } from "./client.ts"
-import { printResult } from "./output.ts"
+import { describeMore, printResult } from "./output.ts"
 import { forgetPending, loadPending, pendingIdOf, savePending } from "./pending.ts"
 
 /** An x402 receipt in words: who paid and the transaction that moved the 0.01 USDC (or at most the price allowed). */
@@ -79,6 +79,20 @@ const funding = (options: { readonly key: Option.Option<Redacted.Redacted>; read
     return yield* new CliFailure({ code: "usage", message: "give --key (card credits) or --wallet-key (x402), or set MORSEL_API_KEY" })
   })
 
+/**
+ * The nine more nutrients of the items matched to a USDA record, from the free nutrition path at the items' grams;
+ * a failure of that call only leaves them out.
+ */
+const printMore = (client: MorselClient, result: AnalysisResult) =>
+  Effect.gen(function* () {
+    const matched = result.items.flatMap((item) => (item.nutrition_source === "usda" && item.fdc_id !== null ? [{ ...item, fdc_id: item.fdc_id }] : []))
+    if (matched.length === 0) return
+    // The path takes 0.01 to 5000 g with two decimals; an analysis's grams are within it.
+    const grams = (g: number) => Math.min(5000, Math.max(0.01, Math.round(g * 100) / 100))
+    const answer = yield* Effect.tryPromise(() => client.nutrition(matched.map((item) => ({ fdc_id: item.fdc_id, grams: grams(item.estimated_grams) })))).pipe(Effect.option)
+    if (Option.isSome(answer)) yield* Console.log(`\n${describeMore(matched.map((item) => item.name), answer.value, result.items.length)}`)
+  })
+
 /** The analysis, or on payment_pending the request kept for `--resume` and one line saying how. */
 const finish = (client: MorselClient, run: () => Promise<AnalysisResult>, withCreditKey: boolean) =>
   Effect.tryPromise({ try: run, catch: (error) => error }).pipe(
@@ -148,6 +162,7 @@ export const analyze = Command.make(
   (options) =>
     Effect.gen(function* () {
       let result: AnalysisResult
+      let client: MorselClient
       if (Option.isSome(options.resume)) {
         if (Option.isSome(options.photo)) return yield* new CliFailure({ code: "usage", message: "give either a photo or --resume <request_id>, not both" })
         const kept = yield* loadPending(options.resume.value)
@@ -160,7 +175,7 @@ export const analyze = Command.make(
           })
         }
         const apiKey = kept.withCreditKey ? Option.map(key, (k) => ({ apiKey: Redacted.value(k) })).pipe(Option.getOrElse(() => ({}))) : {}
-        const client = yield* clientOf(Option.some(kept.baseUrl), { ...apiKey, paymentPendingRetries: 0 })
+        client = yield* clientOf(Option.some(kept.baseUrl), { ...apiKey, paymentPendingRetries: 0 })
         result = yield* finish(client, () => client.resume(kept.pending), kept.withCreditKey)
         yield* forgetPending(options.resume.value)
       } else {
@@ -173,7 +188,7 @@ export const analyze = Command.make(
           return yield* new CliFailure({ code: "usage", message: `--max-price must be a price in USDC such as 0.05 (more than 0, at most 6 decimals), not ${JSON.stringify(options.maxPrice.value)}` })
         }
         // payment_pending is left to `--resume`, so the command never waits a minute on its own.
-        const client = yield* clientOf(options.baseUrl, {
+        client = yield* clientOf(options.baseUrl, {
           ...paid,
           paymentPendingRetries: 0,
           ...Option.match(options.scenario, { onNone: () => ({}), onSome: (scenario) => ({ scenario }) }),
@@ -196,6 +211,7 @@ export const analyze = Command.make(
       }
       const { receipt, ...body } = result
       yield* printResult(body, options.json)
+      if (!options.json) yield* printMore(client, result)
       if (receipt !== undefined) yield* Console.error(describeReceipt(receipt, Option.getOrUndefined(options.maxPrice)))
     }).pipe(reportFailure(options.json))
 ).pipe(Command.withDescription("Analyze a food photo, paid with card credits (--key) or over x402 (--wallet-key)"))

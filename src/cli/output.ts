@@ -1,6 +1,7 @@
 /** How the client commands print the server's answers: words and tables for people, the JSON body with --json. */
 import { Console, Option, Schema } from "effect"
 import { AnalysisResult, Balance, CheckoutResponse, CheckoutStatus } from "../domain/schemas.ts"
+import type { FullNutrition, NutritionResult } from "../client/types.ts"
 import { type Column, table } from "../terminal.ts"
 
 export const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
@@ -27,6 +28,32 @@ export const MEAL_COLUMNS: ReadonlyArray<Column> = [
 ]
 
 const RESULT_COLUMNS: ReadonlyArray<Column> = [...MEAL_COLUMNS, { title: "source" }]
+
+/** The nine more nutrients, as `analyze` names them, with their units and digits. */
+const MORE: ReadonlyArray<readonly [keyof FullNutrition, string, number]> = [
+  ["fiber_g", "fiber g", 1],
+  ["sugars_g", "sugars g", 1],
+  ["saturated_fat_g", "sat. fat g", 1],
+  ["sodium_mg", "sodium mg", 0],
+  ["cholesterol_mg", "chol. mg", 0],
+  ["potassium_mg", "potassium mg", 0],
+  ["calcium_mg", "calcium mg", 0],
+  ["iron_mg", "iron mg", 1],
+  ["vitamin_c_mg", "vit. C mg", 1]
+]
+
+/**
+ * The nine more nutrients of an analysis's USDA items (`names`, in the answer's order) as a table with their totals;
+ * "?" where a record lacks a figure (its total then too). `of`: how many components the analysis has.
+ */
+export const describeMore = (names: ReadonlyArray<string>, answer: NutritionResult, of: number): string => {
+  const figure = (value: number | null, digits: number) => (value === null ? "?" : value.toFixed(digits))
+  const columns: ReadonlyArray<Column> = [{ title: "more nutrients" }, ...MORE.map(([, title]) => ({ title, align: "right" as const }))]
+  const rows = answer.items.map((item, k) => [clip(names[k] ?? item.name, 24), ...MORE.map(([key, , digits]) => figure(item.nutrition[key], digits))])
+  const totals = ["total", ...MORE.map(([key, , digits]) => figure(answer.totals[key], digits))]
+  const which = answer.items.length === of ? "every component has a USDA record" : `the ${answer.items.length} of ${of} components with a USDA record`
+  return `${table(columns, rows, totals)}\nMore nutrients: ${which}; from the free nutrition path, nothing charged.`
+}
 
 /** An analysis as a table of components with the meal's totals. */
 export const describeResult = (result: AnalysisResult): string => {

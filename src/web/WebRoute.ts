@@ -59,6 +59,7 @@ export const WebRoute = Layer.unwrapEffect(
       HttpLayerRouter.add("GET", "/result.js", asset("result.js", "text/javascript; charset=utf-8")),
       HttpLayerRouter.add("GET", "/photo.js", asset("photo.js", "text/javascript; charset=utf-8")),
       HttpLayerRouter.add("GET", "/correct.js", asset("correct.js", "text/javascript; charset=utf-8")),
+      HttpLayerRouter.add("GET", "/more.js", asset("more.js", "text/javascript; charset=utf-8")),
       HttpLayerRouter.add("GET", "/words.js", asset("words.js", "text/javascript; charset=utf-8")),
       HttpLayerRouter.add("GET", "/app.css", asset("app.css", "text/css; charset=utf-8")),
       // Browsers ask for /favicon.ico on their own; both names get the one drawing.

@@ -63,6 +63,9 @@ let proxy: Server
 let proxyUrl = ""
 const received: Array<{ image_base64: string; mime_type: string }> = []
 let requestsSeen = 0
+/** The bodies of POST /v1/nutrition that reached the proxy; `failNutrition` answers them 503 instead. */
+const nutritionBodies: Array<unknown> = []
+let failNutrition = false
 
 const units = async (address: string) => {
   const wallet = (await (await fetch(`${sandbox.url}/sandbox/wallets/${address}`)).json()) as { units: string }
@@ -79,6 +82,14 @@ beforeAll(async () => {
     const body = Buffer.concat(chunks)
     requestsSeen++
     if (req.url === "/v1/analyze" && req.headers["payment-signature"] !== undefined) received.push(JSON.parse(body.toString("utf8")))
+    if (req.url === "/v1/nutrition") {
+      nutritionBodies.push(JSON.parse(body.toString("utf8")))
+      if (failNutrition) {
+        res.writeHead(503, { "content-type": "application/json" })
+        res.end(JSON.stringify({ error: { code: "unavailable", message: "down for the test" } }))
+        return
+      }
+    }
     const headers = Object.fromEntries(Object.entries(req.headers).filter((entry): entry is [string, string] => typeof entry[1] === "string" && entry[0] !== "host"))
     const answer = await fetch(`${sandbox.url}${req.url}`, { method: req.method ?? "GET", headers, ...(body.length > 0 ? { body } : {}) })
     res.writeHead(answer.status, Object.fromEntries(answer.headers))
@@ -198,6 +209,52 @@ describe("morsel analyze", () => {
     // Nothing was charged for any of them.
     expect(await units(address)).toBe(100_000_000n)
   }, 120_000)
+
+  it("after the table, the nine more nutrients of the USDA items from the free nutrition path; its failure only leaves them out", async () => {
+    const photo = join(folder, "dinner.jpg")
+    await noise(320, 240).jpeg().toFile(photo)
+    const wallet = generatePrivateKey()
+    const paying = ["--base-url", proxyUrl, "--wallet-key", wallet]
+    nutritionBodies.length = 0
+    const run = await morsel(["analyze", photo, ...paying])
+    expect(run.code, run.stderr).toBe(0)
+    expect(nutritionBodies).toHaveLength(1)
+    const asked = nutritionBodies[0] as { items: ReadonlyArray<{ fdc_id: string; grams: number }> }
+    // What the service answers any client for the same records and grams: the figures printed.
+    const answer = (await (await fetch(`${sandbox.url}/v1/nutrition`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(asked) })).json()) as {
+      items: ReadonlyArray<{ nutrition: Record<string, number | null> }>
+      totals: Record<string, number | null>
+    }
+    const keys = ["fiber_g", "sugars_g", "saturated_fat_g", "sodium_mg", "cholesterol_mg", "potassium_mg", "calcium_mg", "iron_mg", "vitamin_c_mg"]
+    const digits = [1, 1, 1, 0, 0, 0, 0, 1, 1]
+    const shown = (v: number | null | undefined, d: number) => (v === null || v === undefined ? "?" : v.toFixed(d))
+    const lines = run.stdout.split("\n")
+    const header = lines.findIndex((line) => line.startsWith("more nutrients"))
+    expect(header, run.stdout).toBeGreaterThan(0)
+    expect(lines[header]!.split(/\s{2,}/)).toEqual(["more nutrients", "fiber g", "sugars g", "sat. fat g", "sodium mg", "chol. mg", "potassium mg", "calcium mg", "iron mg", "vit. C mg"])
+    const total = lines.slice(header).find((line) => line.startsWith("total"))!
+    expect(total.split(/\s+/).slice(1)).toEqual(keys.map((k, i) => shown(answer.totals[k], digits[i]!)))
+    expect(lines.slice(header + 2, header + 2 + asked.items.length).map((line) => line.trim().split(/\s{2,}/).slice(1))).toEqual(
+      answer.items.map((item) => keys.map((k, i) => shown(item.nutrition[k], digits[i]!)))
+    )
+    expect(run.stdout).toMatch(/More nutrients: (every component has a USDA record|the \d+ of \d+ components with a USDA record); from the free nutrition path, nothing charged\.\n$/)
+
+    // The free call fails: the analysis is printed all the same, without them, and the command succeeds.
+    failNutrition = true
+    try {
+      const without = await morsel(["analyze", photo, ...paying])
+      expect(without.code, without.stderr).toBe(0)
+      expect(without.stdout).toContain("request ")
+      expect(without.stdout).not.toContain("more nutrients")
+      expect(nutritionBodies).toHaveLength(2)
+    } finally {
+      failNutrition = false
+    }
+    // --json prints the body only.
+    const json = await morsel(["analyze", photo, ...paying, "--json"])
+    expect(JSON.parse(json.stdout)).toMatchObject({ estimate: true })
+    expect(nutritionBodies).toHaveLength(2)
+  }, 180_000)
 
   it("payment_pending: one short line to resume; --resume sends the identical retry, which settles once", async () => {
     const photo = join(folder, "soup.jpg")

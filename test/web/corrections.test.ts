@@ -1,7 +1,7 @@
-// Correcting a result and a meal in words on the web page, in Debian's Chromium at 390×844 and 1280×900 (and 360 px
-// wide) against the sandbox in this process: an item's grams typed and its food replaced from a search, a meal
-// typed in words with a food nothing matches. What the page shows is what POST /v1/nutrition answers for the same
-// items, asked by the test itself; the food calls go without the credit key.
+// Correcting a result on the web page, in Debian's Chromium at 390×844 and 1280×900 against the sandbox in this
+// process: an item's grams typed and its food replaced from a search, the nine more nutrients of its USDA items. What
+// the page shows is what POST /v1/nutrition answers for the same items, asked by the test itself; the food calls go
+// without the credit key. (A meal in words: words.test.ts.)
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { HttpServer } from "@effect/platform"
@@ -22,6 +22,7 @@ const DESKTOP = { width: 1280, height: 900 }
 if (!existsSync(CHROMIUM)) console.warn(`NOTICE: correction browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium)`)
 
 interface Nutrition {
+  readonly [nutrient: string]: number | null
   readonly kcal: number
   readonly protein_g: number
   readonly carbs_g: number
@@ -50,6 +51,19 @@ interface Counted {
 }
 type Item = { readonly name: string } & ({ readonly query: string } | { readonly fdc_id: string }) &
   ({ readonly grams: number } | { readonly portion: { readonly amount: number; readonly unit: string } })
+
+/** The nine more nutrients, with the units and digits the page writes them in. */
+const MORE: ReadonlyArray<readonly [string, string, number]> = [
+  ["fiber_g", "g", 1],
+  ["sugars_g", "g", 1],
+  ["saturated_fat_g", "g", 1],
+  ["sodium_mg", "mg", 0],
+  ["cholesterol_mg", "mg", 0],
+  ["potassium_mg", "mg", 0],
+  ["calcium_mg", "mg", 0],
+  ["iron_mg", "mg", 1],
+  ["vitamin_c_mg", "mg", 1]
+]
 
 // Figures as the page writes them: kcal whole, the rest in tenths, en-US grouping.
 const fixed = (n: number, digits: number) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
@@ -86,7 +100,7 @@ const smallTargets = (page: Page) =>
       .filter((el) => { const box = el.getBoundingClientRect(); return box.height < 44 || box.width < 44 })
       .map((el) => el.id || el.textContent)`)
 
-describe.skipIf(!existsSync(CHROMIUM))("correcting a result and a meal in words, in a browser", () => {
+describe.skipIf(!existsSync(CHROMIUM))("correcting a result, in a browser", () => {
   let browser: Browser
   let url = ""
   let stop = async () => {}
@@ -162,6 +176,15 @@ describe.skipIf(!existsSync(CHROMIUM))("correcting a result and a meal in words,
         expect(result.items.every((i) => i.nutrition_source === "usda" && i.fdc_id !== null)).toBe(true)
         expect(await totals(page)).toEqual(["Total", one(result.estimated_total_grams), ...figures(result.totals)])
         const items: Array<Item> = result.items.map((i) => ({ fdc_id: i.fdc_id ?? "", grams: i.estimated_grams, name: i.name }))
+        // The nine more nutrients of the USDA items, as the service counts them for the same records and grams.
+        const more = await nutrition(items)
+        await poll(() => page.locator("#more").isVisible()).toBe(true)
+        await page.locator("#more summary").click()
+        expect(await page.locator("#more-note").textContent()).toBe("Totals of the foods counted, from their USDA records.")
+        expect(await page.locator("#more dd").allTextContents()).toEqual(
+          MORE.map(([key, unit, digits]) => `${more.totals[key] === null ? "at least " : ""}${fixed(more.items.reduce((s, i) => s + (i.nutrition[key] ?? 0), 0), digits)} ${unit}`)
+        )
+        expect(await page.locator("#more-items li").count()).toBe(result.items.length)
 
         // The last item's grams: its figures, the totals and the chart follow.
         const k = result.items.length - 1
@@ -208,7 +231,8 @@ describe.skipIf(!existsSync(CHROMIUM))("correcting a result and a meal in words,
         expect(await page.locator("#rows .badge").count()).toBe(0)
 
         // Free calls: the credit key stays out of them, and the balance paid for the analysis only.
-        expect(foodCalls.map((c) => c.path)).toEqual(["/v1/nutrition", "/v1/foods", "/v1/nutrition"])
+        // The first is the more nutrients of the analysis's items.
+        expect(foodCalls.map((c) => c.path)).toEqual(["/v1/nutrition", "/v1/nutrition", "/v1/foods", "/v1/nutrition"])
         expect(foodCalls.every((c) => c.authorization === undefined)).toBe(true)
         await page.getByRole("button", { name: "Refresh balance" }).click()
         await poll(() => page.locator("#key-status").textContent()).toBe("Balance: 499 credits.")
@@ -216,59 +240,6 @@ describe.skipIf(!existsSync(CHROMIUM))("correcting a result and a meal in words,
         await page.close()
       }
     }, 180_000)
-
-    it(`${name} (${viewport.width}×${viewport.height}): a meal in words is counted; a food nothing matches shows its suggestions and the totals say they are incomplete`, async () => {
-      const { page } = await newPage(viewport)
-      try {
-        await page.goto(`${url}/`)
-        await poll(() => page.locator("#sandbox-banner").isVisible()).toBe(true)
-        await page.locator("#words").fill(["150 g rice, cooked", "2 large eggs", "", "milk = 1 cup", "chicken shawarma = 120"].join("\n"))
-        await page.getByRole("button", { name: "Count this meal" }).click()
-        const asked: Array<Item> = [
-          { query: "rice, cooked", name: "rice, cooked", grams: 150 },
-          { query: "eggs", name: "eggs", portion: { amount: 2, unit: "large" } },
-          { query: "milk", name: "milk", portion: { amount: 1, unit: "cup" } },
-          { query: "chicken shawarma", name: "chicken shawarma", grams: 120 }
-        ]
-        const expected = await nutrition(asked)
-        expect(expected.unmatched.map((u) => u.index)).toEqual([3])
-        const suggestions = expected.unmatched[0]!.suggestions
-        expect(suggestions.length).toBeGreaterThan(0)
-
-        await poll(async () => (await rows(page)).length).toBe(4)
-        expect(await page.locator("#dish").textContent()).toBe("Your meal, in words")
-        const seen = await rows(page)
-        expect(seen.slice(0, 3).map((r) => r.slice(0, 7))).toEqual(
-          expected.items.map((i, n) => [
-            ["rice, cooked", "eggs 2 large", "milk 1 cup"][n],
-            one(i.grams),
-            ...figures(i.nutrition),
-            `USDA\n${i.matched_name}`
-          ])
-        )
-        expect(seen[3]![0]).toBe("chicken shawarma")
-        expect(seen[3]![1]).toBe("120.0")
-        expect(seen[3]![2]).toContain("Not found, so not counted in the totals. Did you mean:")
-        expect(await page.locator("#rows tr.unmatched .choices button").allTextContents()).toEqual(suggestions.map((s) => s.name))
-        expect(await totals(page)).toEqual(["Total, incomplete", one(expected.total_grams), ...figures(expected.totals)])
-        expect(await page.locator("#incomplete").textContent()).toBe(
-          "The totals are incomplete: 1 food was not found and is not counted (“chicken shawarma”). Choose a suggestion, or search with Correct."
-        )
-        expect(await fits(page)).toEqual({ sideways: false, outside: [] })
-        if (name === "phone") await page.screenshot({ path: join(artifacts, "web-page-words-phone.png"), fullPage: true })
-
-        // A suggestion chosen: the food is counted and the totals are whole again.
-        await page.locator("#rows tr.unmatched .choices button").first().click()
-        const chosen = suggestions[0]!
-        const whole = await nutrition([...asked.slice(0, 3), { fdc_id: chosen.fdc_id, name: chosen.name, grams: 120 }])
-        await poll(() => totals(page)).toEqual(["Total", one(whole.total_grams), ...figures(whole.totals)])
-        expect((await rows(page))[3]!.slice(0, 6)).toEqual([`${chosen.name} corrected`, "120.0", ...figures(whole.items[3]!.nutrition)])
-        expect(await page.locator("#incomplete").isVisible()).toBe(false)
-        expect(await fits(page)).toEqual({ sideways: false, outside: [] })
-      } finally {
-        await page.close()
-      }
-    }, 120_000)
   }
 
   it("a component the model estimated keeps its own figures per 100 g, scaled to the grams typed; grams the service would refuse are not sent", async () => {
@@ -325,48 +296,8 @@ describe.skipIf(!existsSync(CHROMIUM))("correcting a result and a meal in words,
       expect(await page.locator("#corrected-note").textContent()).toBe(
         "1 item corrected by you: counted from the USDA record and the grams you chose; a component the model estimated keeps its own figures per 100 g."
       )
-      // Nothing of this was looked up: the model's figures are the page's to scale.
-      expect(foodCalls).toEqual([])
-    } finally {
-      await page.close()
-    }
-  }, 120_000)
-
-  it("360 px wide: lines that cannot be read and a measure a food lacks are told in words; the editor and the suggestions fit", async () => {
-    const { page, foodCalls } = await newPage({ width: 360, height: 780 })
-    try {
-      await page.goto(`${url}/`)
-      await poll(() => page.locator("#sandbox-banner").isVisible()).toBe(true)
-      await page.locator("#words").fill("2 eggs\nrice = lots")
-      await page.getByRole("button", { name: "Count this meal" }).click()
-      expect(await page.locator("#words-message").textContent()).toBe(
-        [
-          "Line 1 (2 eggs): write the amount as grams (“150 g rice”), a measure (“2 large eggs”, “1 cup milk”) or food = amount (“egg = 2 large”).",
-          "Line 2 (rice = lots): after “=”, write the amount as grams (“150 g rice”), a measure (“2 large eggs”, “1 cup milk”) or food = amount (“egg = 2 large”)."
-        ].join("")
-      )
-      expect(foodCalls).toEqual([])
-
-      // The service refuses a measure the food lacks and names those it has; the page says which line.
-      await page.locator("#words").fill("banana = 1 medium\nmilk = 1 glass")
-      await page.getByRole("button", { name: "Count this meal" }).click()
-      await poll(() => page.locator("#words-message").textContent()).toMatch(/^Line 2 \(milk = 1 glass\): Milk, .* has no portion "glass"; its units: "cup"/)
-      expect(await page.locator("#result").isVisible()).toBe(false)
-
-      await page.locator("#words").fill("1/2 cup oatmeal\nbanana = 1 medium\nunicorn steak = 200")
-      await page.getByRole("button", { name: "Count this meal" }).click()
-      await poll(async () => (await rows(page)).length).toBe(3)
-      expect((await rows(page)).map((r) => r[0])).toEqual(["oatmeal 0.5 cup, cooked", "banana 1 medium (7\" to 7-7/8\" long)", "unicorn steak"])
-      await page.getByRole("button", { name: "Correct banana" }).click()
-      await page.locator("#food-query").fill("bananas, dehydrated, or banana powder")
-      await page.getByRole("button", { name: "Search", exact: true }).click()
-      await page.locator("#found button").first().waitFor()
-      for (const width of [360, 390]) {
-        await page.setViewportSize({ width, height: 780 })
-        expect([width, await fits(page)]).toEqual([width, { sideways: false, outside: [] }])
-        expect(await smallTargets(page)).toEqual([])
-      }
-      await page.screenshot({ path: join(artifacts, "web-page-correcting-360.png"), fullPage: true })
+      // Nothing of this was looked up: the model's figures are the page's to scale. The one call is the more nutrients of the rice.
+      expect(foodCalls).toEqual([{ path: "/v1/nutrition", authorization: undefined }])
     } finally {
       await page.close()
     }

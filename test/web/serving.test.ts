@@ -56,7 +56,7 @@ describe("web page serving", () => {
         // Every module the page loads (corrections and the meal in words beside the photo's) is served, with the same policy.
         expect(page.text).toContain('<script type="module" src="/words.js"></script>')
         expect(script.text).toContain('from "/correct.js"')
-        for (const path of ["/result.js", "/photo.js", "/correct.js", "/words.js"]) {
+        for (const path of ["/result.js", "/photo.js", "/correct.js", "/more.js", "/words.js"]) {
           const module = yield* Effect.promise(() => send(`${url}${path}`))
           expect([path, module.status, module.headers.get("content-type")]).toEqual([path, 200, "text/javascript; charset=utf-8"])
           expect(module.headers.get("content-security-policy")).toContain("script-src 'self'")

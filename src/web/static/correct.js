@@ -1,6 +1,7 @@
-// A meal on the page that the person corrects: each item's grams typed, its food replaced from a search, counted
-// again through POST /v1/nutrition (free, no key), marked "corrected", undone item by item or all at once.
+// A meal on the page that the person corrects: each item's grams typed, its food replaced from a search or its words
+// read again, counted through POST /v1/nutrition (free, no key), marked "corrected", undone item by item or all at once.
 import { createClient, MorselError } from "/client/morsel-client.js"
+import { clearMore, readOf, showMissing, showMore } from "/more.js"
 import { clear as clearTable, show } from "/result.js"
 
 const $ = (id) => document.getElementById(id)
@@ -19,7 +20,7 @@ function reasonOf(error) {
   if (error.status === 429) return `too many food lookups from here just now; try again ${error.retryAfter ? `in ${error.retryAfter} seconds` : "in a moment"}`
   // A refusal names the field (`items.0.portion.unit: …`); the page says which item itself.
   const message = error.body?.error?.message
-  if (error.status === 400 && message) return message.replace(/^items\.\d+\.[\w.]+: /, "")
+  if (error.status === 400 && message) return message.replace(/^(?:items\.\d+\.[\w.]+|text): /, "")
   if (error.status === 404) return "that food is no longer in this server's database; search again"
   return `the service answered ${error.status}; try again`
 }
@@ -48,10 +49,12 @@ function sumOf(items) {
 
 const amountOf = (portion) => (portion ? `${portion.amount} ${portion.unit}` : "")
 
-/** An item of POST /v1/nutrition's answer as an entry's state. */
+/** An item of POST /v1/nutrition's answer as an entry's state; a food read from words is named by its words. */
 const counted = (item) => ({
-  name: item.name,
+  name: item.text === undefined ? item.name : item.query,
   query: item.query,
+  text: item.text ?? null,
+  grams_basis: item.grams_basis ?? null,
   grams: item.grams,
   portion: item.portion ? { amount: item.portion.amount, unit: item.portion.unit } : null,
   amount: amountOf(item.portion),
@@ -65,7 +68,7 @@ const counted = (item) => ({
 
 /** An item is corrected while its food, grams or measure differ from the answer's. */
 const isCorrected = ({ now, original }) =>
-  now.fdc_id !== original.fdc_id || now.grams !== original.grams || amountOf(now.portion) !== amountOf(original.portion)
+  now.fdc_id !== original.fdc_id || now.grams !== original.grams || amountOf(now.portion) !== amountOf(original.portion) || now.text !== original.text
 
 const entryOf = (now) => ({ now, original: now, asked: 0 })
 
@@ -74,19 +77,71 @@ export function showAnalysis(result) {
   const entries = result.items.map((item) =>
     entryOf({ ...item, grams: item.estimated_grams, portion: null, amount: "", suggestions: [] })
   )
-  open({ title: result.dish_name, request_id: result.request_id, base: { totals: result.totals, total_grams: result.estimated_total_grams }, entries })
+  const meal = { title: result.dish_name, request_id: result.request_id, base: { totals: result.totals, total_grams: result.estimated_total_grams }, entries }
+  open(meal)
+  addMore(meal)
 }
 
-/** POST /v1/nutrition's answer for the meal's lines (`food`, and `grams` or `portion`), in their order; a line nothing matched keeps its suggestions. */
-export function showWords(answer, lines) {
-  const matched = [...answer.items]
-  const entries = lines.map((line, index) => {
-    const miss = answer.unmatched.find((u) => u.index === index)
-    if (!miss) return entryOf(counted(matched.shift()))
-    const portion = line.portion ?? null
-    return entryOf({ name: line.food, query: line.food, grams: line.grams ?? null, portion, amount: amountOf(portion), fdc_id: null, nutrition: null, suggestions: miss.suggestions })
+/**
+ * The nine more nutrients of an analysis's USDA items, from the free path: each item's record and grams counted again.
+ * They join the item's figures (the analysis's own four stay); a failure only leaves them out.
+ */
+async function addMore(meal) {
+  const matched = meal.entries.filter((entry) => entry.now.fdc_id && entry.now.nutrition_source === "usda")
+  if (matched.length === 0) return
+  const items = matched.map(({ now }) => ({ fdc_id: now.fdc_id, grams: Math.min(5000, Math.max(0.01, Math.round(now.grams * 100) / 100)) }))
+  const reply = await ask((c) => c.nutrition(items))
+  if (state.meal !== meal || !reply.ok) return
+  matched.forEach((entry, k) => {
+    const full = { ...entry.original, nutrition: { ...reply.body.items[k].nutrition, ...entry.original.nutrition } }
+    if (entry.now === entry.original) entry.now = full
+    entry.original = full
   })
-  open({ title: "Your meal, in words", request_id: null, base: { totals: answer.totals, total_grams: answer.total_grams }, entries })
+  render()
+}
+
+/** The foods of an answer to a meal in words, in the order they were written: those read and those nothing matched. */
+function foodsOf(answer) {
+  const matched = [...answer.items]
+  return Array.from({ length: answer.items.length + answer.unmatched.length }, (_, index) => {
+    const miss = answer.unmatched.find((u) => u.index === index)
+    if (!miss) return counted(matched.shift())
+    return { name: miss.query, query: miss.query, text: miss.text ?? miss.query, grams_basis: null, grams: null, portion: null, amount: "", fdc_id: null, nutrition: null, suggestions: miss.suggestions }
+  })
+}
+
+/** POST /v1/nutrition's answer to a meal in words: each food with the words it was read from; one nothing matched keeps its suggestions. */
+export function showWords(answer) {
+  open({ title: "Your meal, in words", request_id: null, base: { totals: answer.totals, total_grams: answer.total_grams }, entries: foodsOf(answer).map(entryOf) })
+}
+
+/**
+ * One food's words read again (`text` as the person fixed them): the answer's foods take its place, every other food
+ * and its corrections stay. True once it shows.
+ */
+async function reread(index, text) {
+  const { meal } = state
+  const entry = meal.entries[index]
+  const asked = ++entry.asked
+  say("")
+  busy(+1)
+  const reply = await ask((c) => c.nutrition({ text }))
+  busy(-1)
+  const at = meal.entries.indexOf(entry)
+  if (state.meal !== meal || at < 0 || asked !== entry.asked) return false
+  if (!reply.ok) {
+    say(`${quoted(text)} could not be read: ${reply.text}. The figures shown are without this change.`, { retry: () => reread(at, text) })
+    return false
+  }
+  const [first, ...more] = foodsOf(reply.body)
+  entry.now = first
+  // Words that now name more foods than one: each joins the meal after it, and the totals are added up from the items.
+  if (more.length > 0) {
+    meal.entries.splice(at + 1, 0, ...more.map(entryOf))
+    meal.base = null
+  }
+  settle()
+  return true
 }
 
 function open(meal) {
@@ -102,6 +157,7 @@ export function clear() {
   state.meal = null
   closeEditor()
   for (const id of ["incomplete", "corrected-note", "correct-message", "undo-all"]) $(id).hidden = true
+  clearMore()
   clearTable()
 }
 
@@ -123,42 +179,41 @@ function button(label, onClick, className = "") {
   return b
 }
 
-/** For an item nothing matched: why it is not counted, and the foods the service suggests for it. */
-function missNote(entry, index) {
-  const note = document.createElement("div")
-  note.append("Not found, so not counted in the totals.")
-  const { suggestions } = entry.now
-  if (suggestions.length === 0) {
-    note.append(" Search for it with Correct.")
-    return note
-  }
-  note.append(" Did you mean:")
-  const list = document.createElement("ul")
-  list.className = "choices"
-  for (const s of suggestions) {
-    const li = document.createElement("li")
-    li.append(button(s.name, () => change(index, { fdc_id: s.fdc_id, name: s.name })))
-    list.append(li)
-  }
-  note.append(list)
-  return note
+/** For an item nothing matched: why it is not counted, and where to fix it. */
+const missNote = (entry) =>
+  entry.now.text
+    ? "Not read, so not counted in the totals: fix its words with Correct, or choose a food beside the total."
+    : "Not found, so not counted in the totals: search for it with Correct."
+
+/**
+ * A suggested food chosen for an item nothing matched: at the item's grams, or, when its words gave none, at the
+ * food's first household portion, as the service reads a food written without an amount.
+ */
+async function choose(index, suggestion) {
+  const chosen = { fdc_id: suggestion.fdc_id, name: suggestion.name }
+  if (state.meal.entries[index].now.grams !== null) return change(index, chosen)
+  const food = await ask((c) => c.food(suggestion.fdc_id))
+  const row = food.ok ? food.body.portions[0] : undefined
+  return change(index, row ? { ...chosen, portion: { amount: row.amount, unit: row.unit }, grams_basis: "typical" } : { ...chosen, grams: 100 })
 }
+
+/** The words of the item in the editor, fixed by the person, read again in its place. */
+export const rereadEditing = (text) => (state.editing >= 0 ? reread(state.editing, text) : Promise.resolve(false))
 
 /** The meal as it stands: the answer's own totals until something is corrected, then the items added up again. */
 function render(scroll = false) {
   const { meal } = state
-  const items = meal.entries.map((entry, index) => ({
+  const items = meal.entries.map((entry) => ({
     ...entry.now,
+    read: readOf(entry.now),
     corrected: isCorrected(entry),
-    note: entry.now.nutrition ? undefined : missNote(entry, index)
+    note: entry.now.nutrition ? undefined : missNote(entry)
   }))
   const corrected = items.filter((item) => item.corrected)
-  const missing = items.filter((item) => !item.nutrition)
-  const { totals, total_grams } = corrected.length > 0 ? sumOf(items.filter((item) => item.nutrition)) : meal.base
-  show({ title: meal.title, items, totals, total_grams, request_id: meal.request_id }, { controls: editButton, incomplete: missing.length > 0, scroll })
-
-  $("incomplete").hidden = missing.length === 0
-  $("incomplete").textContent = `The totals are incomplete: ${plural(missing.length, "food was", "foods were")} not found and ${missing.length === 1 ? "is" : "are"} not counted (${missing.map((m) => quoted(m.name)).join(", ")}). Choose a suggestion, or search with Correct.`
+  const { totals, total_grams } = corrected.length > 0 || meal.base === null ? sumOf(items.filter((item) => item.nutrition)) : meal.base
+  show({ title: meal.title, items, totals, total_grams, request_id: meal.request_id }, { controls: editButton, incomplete: items.some((item) => !item.nutrition), scroll })
+  showMissing(items, choose)
+  showMore(items)
   $("corrected-note").hidden = corrected.length === 0
   const own = corrected.some((item) => item.nutrition_source === "ai") ? "; a component the model estimated keeps its own figures per 100 g" : ""
   $("corrected-note").textContent = `${plural(corrected.length, "item", "items")} corrected by you: counted from the USDA record and the grams you chose${own}.`
@@ -193,6 +248,8 @@ async function change(index, wanted) {
   const next = { ...entry.now, ...wanted }
   const asked = ++entry.asked
   say("")
+  // Typed grams are the person's own: no longer what the words gave.
+  if (wanted.grams !== undefined) next.grams_basis = null
   if (!next.fdc_id) {
     // Nothing to look up: the model's own figures are scaled; a food not found yet only keeps the grams.
     entry.now = next.nutrition_source === "ai" ? { ...next, nutrition: scaled(next.per_100g, next.grams) } : next
@@ -207,7 +264,7 @@ async function change(index, wanted) {
     say(`${quoted(next.name)} could not be counted: ${reply.text}. The figures shown are without this change.`, { retry: () => change(index, wanted) })
     return false
   }
-  entry.now = counted(reply.body.items[0])
+  entry.now = { ...counted(reply.body.items[0]), name: next.name, text: next.text, grams_basis: next.grams_basis }
   settle()
   return true
 }
@@ -243,6 +300,8 @@ function fillEditor(fresh) {
   if (fresh || document.activeElement !== $("edit-grams")) $("edit-grams").value = now.grams ?? ""
   $("edit-grams").removeAttribute("aria-invalid")
   $("undo-item").hidden = !isCorrected(entry)
+  $("words-fix").hidden = !now.text
+  if (fresh || document.activeElement !== $("edit-words")) $("edit-words").value = now.text ?? ""
   if (fresh) {
     $("food-query").value = now.query ?? now.name
     $("found").replaceChildren()

@@ -60,11 +60,11 @@ function sourceOf(item) {
   return source
 }
 
-/** The component's name, with the amount as the person gave it and a mark when they corrected it. */
+/** The component's name, with what was read from the person's words (or the amount they gave) and a mark when they corrected it. */
 function nameOf(item) {
   const name = document.createElement("span")
   name.textContent = item.name
-  if (item.amount) {
+  if (item.amount && !item.read) {
     const small = document.createElement("small")
     small.textContent = item.amount
     name.append(" ", small)
@@ -74,6 +74,13 @@ function nameOf(item) {
     badge.className = "badge"
     badge.textContent = "corrected"
     name.append(" ", badge)
+  }
+  // Beneath the name, on a line of its own: the words this food was read from and how its grams were found.
+  if (item.read) {
+    const read = document.createElement("small")
+    read.className = "read"
+    read.textContent = item.read
+    name.append(" ", read)
   }
   return name
 }
