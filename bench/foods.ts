@@ -1,9 +1,9 @@
 /** Food matching benchmark: dev-set accuracy, match latency and dish-total errors (energy and macros) on the full SR28 set. */
 import { Effect, Layer } from "effect"
 import { embedded, layerFor } from "../src/db/Database.ts"
-import { importFoods } from "../src/foods/importer.ts"
-import { buildIndex, MATCHER_VERSION, matchIn } from "../src/foods/matcher.ts"
-import { readDatasets } from "../src/foods/sources.ts"
+import { importFoods } from "../src/foods/core/importer.ts"
+import { buildIndex, MATCHER_VERSION, matchIn } from "../src/foods/core/matcher.ts"
+import { readDatasets } from "../src/foods/core/sources.ts"
 import { DEV_DISHES, DEV_FOODS, type DevFood } from "../test/foods/devset.ts"
 import {
   evaluateDishes,

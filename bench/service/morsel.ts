@@ -11,9 +11,9 @@ import { type ModelItem, VisionModel } from "../../src/analysis/VisionModel.ts"
 import { prepareImage } from "../../src/analysis/VisionModelLive.ts"
 import { AppConfigLive } from "../../src/config.ts"
 import * as Database from "../../src/db/Database.ts"
-import { makeFoodDbLive } from "../../src/foods/FoodDbLive.ts"
-import type { FoodRecord } from "../../src/foods/records.ts"
-import { countFoods } from "../../src/foods/repository.ts"
+import { makeFoodDbLive } from "../../src/foods/core/FoodDbLive.ts"
+import type { FoodRecord } from "../../src/foods/core/records.ts"
+import { countFoods } from "../../src/foods/core/repository.ts"
 import { nodeServer } from "../../src/http/nodeServer.ts"
 import { LimitsLive } from "../../src/limits/Limits.ts"
 import { LoggingLive } from "../../src/logging.ts"
@@ -62,7 +62,7 @@ export const FOODS_DIR = hasSr28 ? SR28_DIR : FDC_FIXTURE_DIR
 
 /** Read as `fooddb import` reads them; the importer's code is loaded only here, as the server does not load it. */
 const foodRecords = async (): Promise<ReadonlyArray<FoodRecord>> => {
-  const { readDatasets } = await import("../../src/foods/sources.ts")
+  const { readDatasets } = await import("../../src/foods/core/sources.ts")
   return (await readDatasets(FOODS_DIR, () => {})).flatMap((d) => d.records)
 }
 
@@ -71,7 +71,7 @@ const storeFoodsOnce = Layer.effectDiscard(
   Effect.gen(function* () {
     const present = (yield* countFoods).reduce((n, row) => n + row.foods, 0)
     if (present === 0) {
-      const [{ storeFoods }, records] = yield* Effect.promise(() => Promise.all([import("../../src/foods/shipped.ts"), foodRecords()]))
+      const [{ storeFoods }, records] = yield* Effect.promise(() => Promise.all([import("../../src/foods/core/shipped.ts"), foodRecords()]))
       yield* storeFoods(records, "benchmark foods")
     }
   })
@@ -82,7 +82,7 @@ const storeFoodsOnce = Layer.effectDiscard(
  * is loaded from the database, where the parent imported the same foods).
  */
 const foodIndexHeap = async () => {
-  const [{ buildIndex }, records] = await Promise.all([import("../../src/foods/matcher.ts"), foodRecords()])
+  const [{ buildIndex }, records] = await Promise.all([import("../../src/foods/core/matcher.ts"), foodRecords()])
   globalThis.gc?.()
   const before = process.memoryUsage().heapUsed
   const index = buildIndex(records)

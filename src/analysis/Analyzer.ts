@@ -5,10 +5,10 @@ import type { ImageMime } from "../domain/image.ts"
 import { AnalysisFailed, AnalysisTimeout, NoFoodDetected, ServiceUnavailable } from "../domain/errors.ts"
 import type { RequestId } from "../domain/ids.ts"
 import type { AnalysisResult, ResultItem } from "../domain/schemas.ts"
-import { FoodDb } from "../foods/FoodDb.ts"
+import { FoodDb } from "../foods/core/FoodDb.ts"
 import type { ModelCall } from "../model/usage.ts"
 import { countsTowardFailureLimit, VisionModel } from "./VisionModel.ts"
-import { allocateGrams, nutritionFor, roundGrams, roundNutrition, sumGrams, sumNutrition } from "./portions.ts"
+import { allocateGrams, nutritionFor, roundGrams, roundNutrition, sumGrams, sumNutrition } from "../foods/core/arithmetic.ts"
 
 export interface AnalysisInput {
   readonly requestId: RequestId

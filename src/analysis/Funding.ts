@@ -24,7 +24,7 @@ export type Credential = Data.TaggedEnum<{
   None: Record<never, never>
   /**
    * A credit key from `Authorization: Bearer <key>`; None when the header holds no Bearer key. `client` is the
-   * address it came from as the per-address limits count it (src/http/clientAddress.ts): unknown keys spend its allowance.
+   * address it came from as the per-address limits count it (src/request/clientAddress.ts): unknown keys spend its allowance.
    */
   Bearer: { readonly key: Option.Option<Redacted.Redacted<string>>; readonly client: string }
   /** A per-call payment, as it arrived. */

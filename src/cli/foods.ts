@@ -2,7 +2,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option, Redacted, Schema } from "effect"
 import type { NutritionItem } from "../client/types.ts"
-import { FoodList, NutritionResult } from "../foods/schemas.ts"
+import { FoodList, NutritionResult } from "../foods/core/schemas.ts"
 import { type Column, table } from "../terminal.ts"
 import { baseUrlOption, CliFailure, clientOf, jsonOption, keyOf, keyOption, reportFailure, use } from "./client.ts"
 import { mealInWords } from "./meal.ts"

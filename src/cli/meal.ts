@@ -1,6 +1,6 @@
 /** `morsel nutrition "2 eggs and a slice of toast"`: a meal in words read by the server, shown with what was read. */
 import { Console, Effect, Option, Schema } from "effect"
-import { NutritionResult } from "../foods/schemas.ts"
+import { NutritionResult } from "../foods/core/schemas.ts"
 import { type Column, table } from "../terminal.ts"
 import { type clientOf, use } from "./client.ts"
 import { clip, printJson } from "./output.ts"

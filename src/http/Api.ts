@@ -31,7 +31,7 @@ import {
   Health,
   IdempotencyKey
 } from "../domain/schemas.ts"
-import { FoodsGroup } from "../foods/api.ts"
+import { FoodsGroup } from "../foods/faces/api.ts"
 
 export const API_VERSION = "1.0.0"
 

@@ -16,7 +16,7 @@ import { AnalyzeRequest } from "../domain/schemas.ts"
 import { Limits } from "../limits/Limits.ts"
 import { paymentRequiredHeader } from "../x402/protocol.ts"
 import { AnalyzeHeaders } from "./Api.ts"
-import { parseBody, readBody } from "./body.ts"
+import { parseBody, readBody } from "../request/body.ts"
 import { attachLane, isPlainPost, laneDoor } from "./lanes.ts"
 import type { PassOn } from "./nodeServer.ts"
 

@@ -1,5 +1,5 @@
 /**
- * What the lanes share (`fastLane.ts`, `src/foods/lane.ts`): the service's own Node server to attach to, and how a
+ * What the lanes share (`fastLane.ts`, `src/foods/faces/lane.ts`): the service's own Node server to attach to, and how a
  * lane answers, with the headers, counters and log line the HttpApi stack's middleware gives an answer.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
@@ -7,7 +7,7 @@ import { Effect, FiberRef, FiberRefs, LogLevel, Option, Runtime } from "effect"
 import { AppConfig } from "../config.ts"
 import { countNow, fastLaneAnswers, httpRequests } from "../observability/metrics.ts"
 import { FrontDoor, type FrontServer, type Lane } from "./nodeServer.ts"
-import { isJson } from "./transport.ts"
+import { isJson } from "../request/read.ts"
 
 export interface LaneAnswer {
   readonly method: "GET" | "POST"

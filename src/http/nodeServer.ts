@@ -7,7 +7,7 @@ import { Socket } from "node:net"
 import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
-import { DRAIN_BYTES, readBody } from "./body.ts"
+import { DRAIN_BYTES, readBody } from "../request/body.ts"
 
 const NOT_READY = JSON.stringify({
   _tag: "ServiceUnavailable",
@@ -59,7 +59,7 @@ const refuseConnection = (refused: WeakSet<Duplex>) => (error: NodeJS.ErrnoExcep
  */
 export type PassOn = (body: Buffer, note?: (passed: IncomingMessage) => void) => void
 
-/** Answers some requests without the application; see `src/http/fastLane.ts` and `src/foods/lane.ts`. */
+/** Answers some requests without the application; see `src/http/fastLane.ts` and `src/foods/faces/lane.ts`. */
 export interface Lane {
   /**
    * True when the lane takes the request: it then answers it, or reads its body and passes it on. False leaves the

@@ -1,6 +1,6 @@
 /** Transport rules of every request: trusted browser origins and CORS, JSON-only bodies, body size and depth, error bodies. */
 import { IncomingMessage } from "node:http"
-import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlError } from "@effect/sql"
 import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
@@ -15,7 +15,8 @@ import {
   schemaRejection,
   UnsupportedMediaType
 } from "../domain/errors.ts"
-import { closingQuote, liftImage, parseJson, parseLifted, type ReadBody, RepeatedKey, readBody, wholeText } from "./body.ts"
+import { liftImage, parseJson, parseLifted, RepeatedKey, readBody, wholeText } from "../request/body.ts"
+import { isJson, nestsDeeperThan, readWhole } from "../request/read.ts"
 
 export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
@@ -44,9 +45,6 @@ const statusOf: Record<TransportError["_tag"], number> = {
 export const errorResponse = (error: TransportError) =>
   HttpServerResponse.unsafeJson({ _tag: error._tag, error: error.error }, { status: statusOf[error._tag] })
 
-export const isJson = (contentType: string | undefined) =>
-  contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/json"
-
 /**
  * Whether a URL reaches the tool interface, whose route reads its body itself. Asked of a router made with the
  * service router's own settings, so every spelling the router sends there (`/mcp/`, `/mcp//`, `/MCP`, `/mcp?x`)
@@ -69,34 +67,6 @@ const bodyTooLarge = new PayloadTooLarge({
 })
 
 const bodyCut = new InvalidRequest({ error: { code: "invalid_request", message: "the request body ended before it was complete" } })
-
-/**
- * Whether JSON text nests arrays and objects deeper than `max`; brackets inside strings do not count. A string is
- * skipped with indexOf to its closing quote (one not escaped by an odd run of backslashes): a 2.7 MB image costs
- * a few native searches, not a loop over every character.
- */
-export const nestsDeeperThan = (text: string, max: number): boolean => {
-  let depth = 0
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c === 0x22) {
-      const end = closingQuote(text, i)
-      if (end < 0) return false
-      i = end
-    } else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) return true
-    } else if (c === 0x7d || c === 0x5d) depth--
-  }
-  return false
-}
-
-/** The body, read as Buffers from a Node request (see `readBody`), else as the platform reads its text. */
-export const readWhole = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<Buffer | string | Exclude<ReadBody, Buffer>> => {
-  const source = request.source
-  return source instanceof IncomingMessage
-    ? Effect.promise(() => readBody(source, MAX_BODY_BYTES))
-    : request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)), Effect.orElseSucceed(() => "too_large" as const))
-}
 
 /**
  * Reads and drops what is left of a body no one read (a refusal given before reading it, a route that ignores it),

@@ -2,8 +2,8 @@
 import { Console, Effect, Option, Redacted } from "effect"
 import type { Settings } from "../config.ts"
 import { describeModelCall } from "../model/settings.ts"
-import { foodData } from "../foods/repository.ts"
-import { SHIPPED_LABEL } from "../foods/shipped.ts"
+import { foodData } from "../foods/core/repository.ts"
+import { SHIPPED_LABEL } from "../foods/core/shipped.ts"
 
 export interface Part {
   readonly name: string

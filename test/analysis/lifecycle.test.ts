@@ -8,7 +8,7 @@ import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMe
 import { inputFingerprint } from "../../src/analysis/AnalyzeRequests.ts"
 import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
-import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
+import { FoodDbEmpty } from "../../src/foods/core/FoodDbLive.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { errorCode, send } from "../support/http.ts"

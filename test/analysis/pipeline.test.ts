@@ -4,14 +4,14 @@ import { Context, Effect, Layer, Option } from "effect"
 import sharp from "sharp"
 import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
-import { FoodDb } from "../../src/foods/FoodDb.ts"
+import { FoodDb } from "../../src/foods/core/FoodDb.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { decodeDataUrl, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { errorCode, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { chickenRice, modelItem, noFood } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
-import { noFoods } from "../../src/foods/FoodDbLive.ts"
+import { noFoods } from "../../src/foods/core/FoodDbLive.ts"
 
 const OLIVE_OIL = { fdcId: "171413", name: "Oil, olive, salad or cooking", per100g: { kcal: 884, protein_g: 0, carbs_g: 0, fat_g: 100 } }
 

@@ -8,7 +8,7 @@ import { RequestStore, RequestStoreLive } from "../../src/analysis/RequestStore.
 import { attemptLeaseMs } from "../../src/limits/lease.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { AppConfig, AppConfigFromEnv } from "../../src/config.ts"
-import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
+import { FoodDbEmpty } from "../../src/foods/core/FoodDbLive.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { TestDatabase } from "../support/database.ts"
 import { bearerCredential } from "../support/funding.ts"

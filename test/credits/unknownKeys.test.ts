@@ -8,7 +8,7 @@ import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
 import { AppConfig, AppConfigFromEnv } from "../../src/config.ts"
 import { newCreditKey } from "../../src/credits/keys.ts"
-import { makeClientAddress } from "../../src/http/clientAddress.ts"
+import { makeClientAddress } from "../../src/request/clientAddress.ts"
 import { isRecord } from "../support/http.ts"
 import { CreditsServer, CreditsServerLive, creditsWithFake, Fake, freshKey } from "./support.ts"
 

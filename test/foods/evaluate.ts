@@ -1,9 +1,9 @@
 /** Scores a matcher on the dev set: per-food accuracy against the expected record, and dish-total errors for energy and each macro. */
 import { Option } from "effect"
 import type { Nutrition } from "../../src/domain/schemas.ts"
-import type { FoodMatch, FoodQuery } from "../../src/foods/FoodDb.ts"
-import { medianOf } from "../../src/foods/generic.ts"
-import { type FoodIndex, rank } from "../../src/foods/matcher.ts"
+import type { FoodMatch, FoodQuery } from "../../src/foods/core/FoodDb.ts"
+import { medianOf } from "../../src/foods/core/generic.ts"
+import { type FoodIndex, rank } from "../../src/foods/core/matcher.ts"
 import { seededRandom } from "../support/seeded.ts"
 import { DEV_DISHES, DEV_FOODS, type DevFood } from "./devset.ts"
 

@@ -1,8 +1,8 @@
 // The food index is built once the server listens, in turns: GET /health and other requests are answered meanwhile.
 import { describe, expect, it } from "@effect/vitest"
-import { buildIndex, buildIndexInTurns } from "../../src/foods/foodIndex.ts"
-import { searchIn } from "../../src/foods/search.ts"
-import { shippedFoods } from "../../src/foods/shipped.ts"
+import { buildIndex, buildIndexInTurns } from "../../src/foods/core/foodIndex.ts"
+import { searchIn } from "../../src/foods/core/search.ts"
+import { shippedFoods } from "../../src/foods/core/shipped.ts"
 
 describe("building the food index in turns", () => {
   it("lets timers run while it builds, and builds the index buildIndex builds", async () => {

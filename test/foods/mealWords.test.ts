@@ -2,10 +2,10 @@
 // the shipped SR28 copy, against the foods and grams a dietitian reads in them. Tuned on one half, reported on the other.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { FoodDbMemory } from "../../src/foods/FoodDbLive.ts"
-import { nutritionOf } from "../../src/foods/nutrition.ts"
-import type { FoodRecord } from "../../src/foods/records.ts"
-import { shippedFoods } from "../../src/foods/shipped.ts"
+import { FoodDbMemory } from "../../src/foods/core/FoodDbLive.ts"
+import { nutritionOf } from "../../src/foods/core/nutritionAnswer.ts"
+import type { FoodRecord } from "../../src/foods/core/records.ts"
+import { shippedFoods } from "../../src/foods/core/shipped.ts"
 import { describeFigures, describeOutcome, figuresOf, type MealAnswer, type MealOutcome, outcomeOf } from "./meals/evaluate.ts"
 import { readMeals, readPortions } from "./meals/mealSet.ts"
 

@@ -1,8 +1,8 @@
 // CONTRACT "Foods and nutrition": GET /v1/foods ranks the plain, everyday record for a text first. Measured on two
 // sets of everyday names from two sources (test/foods/quality/): tuned on one, reported on the other.
 import { describe, expect, it } from "@effect/vitest"
-import { buildIndex } from "../../src/foods/matcher.ts"
-import { shippedFoods } from "../../src/foods/shipped.ts"
+import { buildIndex } from "../../src/foods/core/matcher.ts"
+import { shippedFoods } from "../../src/foods/core/shipped.ts"
 import { describeQuality, plainFirst, readSet } from "./quality/plainFirst.ts"
 
 describe("search quality on the shipped SR28 copy", () => {

@@ -1,6 +1,6 @@
 // CONTRACT "A meal in words": how a text is read into foods and amounts, rule by rule, before any food is matched.
 import { describe, expect, it } from "vitest"
-import { readMeal } from "../../src/foods/words/read.ts"
+import { readMeal } from "../../src/foods/core/words/read.ts"
 
 /** Each food as [text, query, amount, unit]: what a person can check against what they wrote. */
 const read = (text: string) => readMeal(text).map((f) => [f.text, f.query, f.amount ?? null, f.unit?.name ?? null])

@@ -2,10 +2,10 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { buildIndex } from "../../src/foods/matcher.ts"
-import { searchIn, trustedIn } from "../../src/foods/search.ts"
-import { shippedFoods } from "../../src/foods/shipped.ts"
-import { mealOf } from "../../src/foods/words/meal.ts"
+import { buildIndex } from "../../src/foods/core/matcher.ts"
+import { searchIn, trustedIn } from "../../src/foods/core/search.ts"
+import { shippedFoods } from "../../src/foods/core/shipped.ts"
+import { mealOf } from "../../src/foods/core/words/meal.ts"
 import { root } from "../support/process.ts"
 
 const doc = readFileSync(join(root, "docs/foods.md"), "utf8")

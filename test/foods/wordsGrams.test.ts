@@ -1,10 +1,10 @@
 // CONTRACT "A meal in words" on the shipped SR28 copy: each food's record (the unit is evidence), its grams and how
 // they were found (stated, portion, typical), and what stays unmatched.
 import { describe, expect, it } from "vitest"
-import { buildIndex } from "../../src/foods/matcher.ts"
-import { searchIn, trustedIn } from "../../src/foods/search.ts"
-import { shippedFoods } from "../../src/foods/shipped.ts"
-import { mealOf, SUGGESTION_SEARCHES } from "../../src/foods/words/meal.ts"
+import { buildIndex } from "../../src/foods/core/matcher.ts"
+import { searchIn, trustedIn } from "../../src/foods/core/search.ts"
+import { shippedFoods } from "../../src/foods/core/shipped.ts"
+import { mealOf, SUGGESTION_SEARCHES } from "../../src/foods/core/words/meal.ts"
 
 const index = buildIndex(shippedFoods())
 let searches = 0

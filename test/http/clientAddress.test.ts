@@ -2,7 +2,7 @@
 // addresses inside its /64, is the same client each time.
 import { HttpServerRequest } from "@effect/platform"
 import { describe, expect, it } from "vitest"
-import { makeClientAddress } from "../../src/http/clientAddress.ts"
+import { makeClientAddress } from "../../src/request/clientAddress.ts"
 
 const requestFrom = (peer: string, forwardedFor?: string) =>
   HttpServerRequest.fromWeb(

@@ -2,13 +2,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
-import { FoodDb } from "../../src/foods/FoodDb.ts"
+import { FoodDb } from "../../src/foods/core/FoodDb.ts"
 import { MAX_BODY_BYTES } from "../../src/domain/bodies.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { type Answer, errorCode, isRecord, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { Server, serverLayer } from "../support/server.ts"
-import { noFoods } from "../../src/foods/FoodDbLive.ts"
+import { noFoods } from "../../src/foods/core/FoodDbLive.ts"
 
 const noMatches = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone, ...noFoods })
 

@@ -3,11 +3,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
-import { FoodDb } from "../../src/foods/FoodDb.ts"
+import { FoodDb } from "../../src/foods/core/FoodDb.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { errorCode, send } from "../support/http.ts"
 import { Server, serverLayer } from "../support/server.ts"
-import { noFoods } from "../../src/foods/FoodDbLive.ts"
+import { noFoods } from "../../src/foods/core/FoodDbLive.ts"
 
 const ServerUnderTest = serverLayer({
   dependencies: Layer.mergeAll(

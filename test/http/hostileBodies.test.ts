@@ -4,7 +4,7 @@ import { request } from "node:http"
 import { Context, Effect, Layer } from "effect"
 import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
-import { FoodDb } from "../../src/foods/FoodDb.ts"
+import { FoodDb } from "../../src/foods/core/FoodDb.ts"
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../../src/domain/bodies.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { type Answer, errorCode, send } from "../support/http.ts"
@@ -12,7 +12,7 @@ import { makeImage } from "../support/images.ts"
 import { Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { chickenRice } from "../support/meals.ts"
 import { Server, serverLayer, startServer } from "../support/server.ts"
-import { noFoods } from "../../src/foods/FoodDbLive.ts"
+import { noFoods } from "../../src/foods/core/FoodDbLive.ts"
 
 const ServerUnderTest = serverLayer({
   dependencies: Layer.mergeAll(

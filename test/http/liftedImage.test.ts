@@ -6,14 +6,14 @@ import sharp from "sharp"
 import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { inspectImage } from "../../src/domain/image.ts"
-import { FoodDb } from "../../src/foods/FoodDb.ts"
-import { liftImage, parseBody, RepeatedKey, wholeText } from "../../src/http/body.ts"
+import { FoodDb } from "../../src/foods/core/FoodDb.ts"
+import { liftImage, parseBody, RepeatedKey, wholeText } from "../../src/request/body.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { decodeDataUrl, Reply, startFakeOpenAI } from "../support/fakeOpenAI.ts"
 import { type Answer, errorCode, isRecord, send } from "../support/http.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
-import { noFoods } from "../../src/foods/FoodDbLive.ts"
+import { noFoods } from "../../src/foods/core/FoodDbLive.ts"
 
 /** A parse's answer: its value, the key it refused as repeated, or the fact that it threw. */
 const parsed = (parse: () => unknown) => {

@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { nestsDeeperThan } from "../../src/http/transport.ts"
+import { nestsDeeperThan } from "../../src/request/read.ts"
 
 /** The rule stated one character at a time: a backslash inside a string escapes the next character. */
 const deepestNesting = (text: string): number => {

@@ -9,7 +9,7 @@ import { chickenRice } from "../support/meals.ts"
 import packageJson from "../../package.json" with { type: "json" }
 import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionModel } from "../../src/analysis/VisionModel.ts"
-import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
+import { FoodDbEmpty } from "../../src/foods/core/FoodDbLive.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { connect } from "../support/clients.ts"
 import { send } from "../support/http.ts"

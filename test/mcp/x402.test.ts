@@ -11,7 +11,7 @@ import {
 } from "@x402/extensions/bazaar"
 import { Context, Effect, Either, Fiber, Layer, Schema } from "effect"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
-import { FoodDbEmpty } from "../../src/foods/FoodDbLive.ts"
+import { FoodDbEmpty } from "../../src/foods/core/FoodDbLive.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { AnalysisResult, AnalyzeRequest } from "../../src/domain/schemas.ts"
 import { FundingLive } from "../../src/server.ts"

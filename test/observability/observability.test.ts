@@ -2,14 +2,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Ref, Scope } from "effect"
 import { FundingMemory } from "../../src/analysis/FundingMemory.ts"
 import { VisionFailure, VisionModel } from "../../src/analysis/VisionModel.ts"
-import { FoodDb } from "../../src/foods/FoodDb.ts"
+import { FoodDb } from "../../src/foods/core/FoodDb.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { metricSample, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
 import { otlpReceiver, spansOf } from "../support/otlp.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
-import { noFoods } from "../../src/foods/FoodDbLive.ts"
+import { noFoods } from "../../src/foods/core/FoodDbLive.ts"
 
 const noMatches = Layer.succeed(FoodDb, { matcherVersion: "test", match: () => Effect.succeedNone, ...noFoods })
 const image = await makeImage(64, 48, "png")

@@ -4,9 +4,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Option, Schema, TestClock } from "effect"
 import { type ModelAnswer, ModelAnswerSchema, VisionModel, type VisionInput } from "../../src/analysis/VisionModel.ts"
 import { answerFor, mealOf, SANDBOX_MEALS, ScriptStep, VisionModelScripted, VisionScript } from "../../src/analysis/VisionModelScripted.ts"
-import { shippedFoods } from "../../src/foods/shipped.ts"
-import { FoodDb } from "../../src/foods/FoodDb.ts"
-import { FoodDbMemory } from "../../src/foods/FoodDbLive.ts"
+import { shippedFoods } from "../../src/foods/core/shipped.ts"
+import { FoodDb } from "../../src/foods/core/FoodDb.ts"
+import { FoodDbMemory } from "../../src/foods/core/FoodDbLive.ts"
 
 const image = (seed: number) => Uint8Array.from({ length: 64 }, (_, i) => (i * 31 + seed * 7) % 256)
 const input = (seed: number, language: "en" | "lt" = "en"): VisionInput => ({ image: image(seed), mime: "image/jpeg", language })

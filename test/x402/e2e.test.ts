@@ -5,7 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import type { Address } from "viem"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
-import { FoodDb } from "../../src/foods/FoodDb.ts"
+import { FoodDb } from "../../src/foods/core/FoodDb.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { FundingLive } from "../../src/server.ts"
 import { memorySeam, type PaymentChain, TestChain } from "../support/memoryChain.ts"
@@ -15,7 +15,7 @@ import { makeImage } from "../support/images.ts"
 import { chickenRice } from "../support/meals.ts"
 import { startServer } from "../support/server.ts"
 import { x402Env } from "../support/x402.ts"
-import { noFoods } from "../../src/foods/FoodDbLive.ts"
+import { noFoods } from "../../src/foods/core/FoodDbLive.ts"
 
 const PRICE = 10_000n
 

@@ -34,7 +34,7 @@ export async function ask(use) {
   }
 }
 
-// The arithmetic of a result (the service's analysis/portions.ts): nutrients in tenths, grams in hundredths.
+// The arithmetic of a result (the service's src/foods/core/arithmetic.ts): nutrients in tenths, grams in hundredths.
 const tenth = (v) => Math.round(v * 10) / 10
 const MACROS = ["kcal", "protein_g", "carbs_g", "fat_g"]
 

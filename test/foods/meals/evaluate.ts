@@ -3,8 +3,8 @@
  * against the truth, whether every food was read (complete, and as many foods as the words name), and whether the
  * carbohydrates land within ±7.5 g, the margin a person dosing insulin by carbohydrate counting works to.
  */
-import { medianOf } from "../../../src/foods/generic.ts"
-import type { FoodRecord } from "../../../src/foods/records.ts"
+import { medianOf } from "../../../src/foods/core/generic.ts"
+import type { FoodRecord } from "../../../src/foods/core/records.ts"
 import { type Meal, type Truth, truthOf } from "./mealSet.ts"
 
 /** What the evaluation needs of an answer of POST /v1/nutrition with `text` (NutritionResult has these fields). */

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import type { FoodRecord } from "../../../src/foods/records.ts"
+import type { FoodRecord } from "../../../src/foods/core/records.ts"
 
 export type Half = "tune" | "report"
 

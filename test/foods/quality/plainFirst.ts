@@ -1,8 +1,8 @@
 /** Search quality: the share of everyday names whose first search result is one of their plain SR28 records (tune.tsv, held-out.tsv). */
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import type { FoodIndex } from "../../../src/foods/foodIndex.ts"
-import { searchIn } from "../../../src/foods/search.ts"
+import type { FoodIndex } from "../../../src/foods/core/foodIndex.ts"
+import { searchIn } from "../../../src/foods/core/search.ts"
 
 export interface QualityName {
   readonly name: string

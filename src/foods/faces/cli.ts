@@ -1,8 +1,8 @@
 /** `morsel fooddb import <dir|zip>`: loads USDA SR28 ASCII files or a FoodData Central CSV download into the database. */
 import { Args, Command } from "@effect/cli"
 import { Console, Effect } from "effect"
-import { withProgress } from "../terminal.ts"
-import { importFoods } from "./importer.ts"
+import { withProgress } from "../../terminal.ts"
+import { importFoods } from "../core/importer.ts"
 
 const importCommand = Command.make(
   "import",

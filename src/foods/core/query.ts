@@ -1,37 +1,12 @@
 /** A query as the matcher reads it against an index: its weighted words, states and form, its family, its retrieval. */
-import type { Family, Form, FamilyMember } from "./generic.ts"
-import { correctSpelling, type FoodIndex, type IndexedFood, PREPARED_QUERIES, spellingDistance } from "./foodIndex.ts"
-import type { RankedCandidate } from "./matcher.ts"
+import type { Form, FamilyMember } from "./generic.ts"
+import { correctSpelling, type FoodIndex, PREPARED_QUERIES, spellingDistance } from "./foodIndex.ts"
 import { DIET_VARIANT, formOf } from "./recordTraits.ts"
 import { fuzzyPostings } from "./terms.ts"
 import { type QueryTerm, queryTerms, plainKey, type StateWord, stateOf, stem } from "./text.ts"
 import { DRY_FORMS, EQUIVALENT, FRIED, NOT_COOKING, RAWISH } from "./vocabulary.ts"
+import type { PreparedQuery } from "./shapes.ts"
 
-export interface PreparedQuery {
-  readonly content: ReadonlyArray<{ readonly alternatives: ReadonlyArray<string>; readonly weight: number }>
-  readonly totalWeight: number
-  readonly words: ReadonlySet<string>
-  readonly states: ReadonlySet<StateWord>
-  /** Cooking methods named (boiled, grilled, …), and whether a dry form, a raw state or frying was asked for. */
-  readonly methods: ReadonlyArray<StateWord>
-  readonly dry: boolean
-  readonly raw: boolean
-  readonly fried: boolean
-  readonly form: string | undefined
-  readonly wantsBabyFood: boolean
-  readonly wantsDietVariant: boolean
-  /** The family a generic name stands for, and whether the query asks for it cooked (undefined: the family's usual form). */
-  readonly family: { readonly family: Family; readonly members: ReadonlyArray<FamilyMember>; readonly inForm: (member: FamilyMember) => boolean } | undefined
-  /** Whether the head word may give way to the food before it ("celery sticks"): the query has one, and SR28 knows the head word. */
-  readonly canBackOff: boolean
-  /**
-   * The records holding its head word that could be trusted, as far as they are judged without the guess
-   * (`assessAll`): retrieved and assessed the first time it is ranked (a generic name's family never needs them).
-   */
-  assessed?: ReadonlyArray<Assessed>
-  /** Its best candidates in their everyday order (search and nutrition in words, no guess): made the first time asked. */
-  everyday?: ReadonlyArray<RankedCandidate>
-}
 
 export const prepare = (index: FoodIndex, query: string, backOff = false): PreparedQuery => {
   const key = backOff ? `\u0000${query}` : query
@@ -182,16 +157,3 @@ const prepareAfresh = (index: FoodIndex, written: string, backOff: boolean): Pre
   }
 }
 
-/** What a candidate scores whatever the model guessed: every part of its score but the guess's vote. */
-export interface Assessed {
-  readonly food: IndexedFood
-  readonly coverage: number
-  readonly headHit: boolean
-  readonly text: number
-  readonly head: number
-  readonly extra: number
-  readonly state: number
-  readonly prior: number
-  /** text + head + extra + state + prior. */
-  readonly fixed: number
-}

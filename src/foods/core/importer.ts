@@ -1,6 +1,6 @@
 /** Imports USDA downloads (SR28 ASCII, FoodData Central CSV; folder or zip) into PostgreSQL, idempotently and with progress. */
 import { Clock, Console, Data, Effect, Runtime } from "effect"
-import { Ids } from "../ids.ts"
+import { Ids } from "../../ids.ts"
 import type { FoodRecord } from "./records.ts"
 import { BATCH_SIZE, recordImport, removeImportedAs, removeStale, upsertBatch } from "./repository.ts"
 import { SHIPPED_LABEL } from "./shipped.ts"

@@ -1,7 +1,7 @@
 /**
  * Writes data/sr28.tsv.gz, the copy of USDA SR28 the service ships: all its foods with the served nutrients, their
  * LanguaL descriptors and household portions (WEIGHT.txt). Reproducible: the same USDA files give the same bytes.
- * Run: `npx tsx src/foods/shipped.generate.ts <folder holding the SR28 ASCII files>`.
+ * Run: `npx tsx src/foods/core/shipped.generate.ts <folder holding the SR28 ASCII files>`.
  */
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"

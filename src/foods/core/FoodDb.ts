@@ -1,6 +1,6 @@
 /** The seam to the food-composition database: match an English component query to a food record. */
 import { Context, type Effect, type Option } from "effect"
-import type { Nutrition } from "../domain/schemas.ts"
+import type { Nutrition } from "../../domain/schemas.ts"
 import type { FoodRecord } from "./records.ts"
 
 export interface FoodQuery {

@@ -1,7 +1,7 @@
 /** SQL for food records: batched upserts by (source, source_id), stale-record removal, index loading and the live-API cache. */
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Schema } from "effect"
-import { countRows, rowsOf } from "../db/rows.ts"
+import { countRows, rowsOf } from "../../db/rows.ts"
 import { type FoodPortion, type FoodRecord, FoodSource, MORE_NUTRIENTS, type MoreNutrients, UNKNOWN_NUTRIENTS } from "./records.ts"
 
 /** Rows per statement and per transaction; keeps every statement far below PostgreSQL's 65,535 parameters. */

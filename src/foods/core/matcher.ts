@@ -2,29 +2,20 @@
 import { Option } from "effect"
 import type { FoodMatch, FoodQuery } from "./FoodDb.ts"
 import { familyMedian } from "./generic.ts"
-import type { FoodIndex, IndexedFood } from "./foodIndex.ts"
+import type { FoodIndex } from "./foodIndex.ts"
 import { everydayScore } from "./everyday.ts"
 import { energyDistance, guessScore, isClose, isPlausible } from "./plausibility.ts"
-import { type Assessed, type PreparedQuery, prepare, retrieve } from "./query.ts"
+import { prepare, retrieve } from "./query.ts"
 import type { FoodRecord } from "./records.ts"
 import type { StateWord } from "./text.ts"
 import { CLASS_HEADS, DRY_FORMS, EQUIVALENT, FRIED, NEUTRAL, NOT_COOKING, RAWISH } from "./vocabulary.ts"
+import type { Assessed, IndexedFood, PreparedQuery, RankedCandidate } from "./shapes.ts"
 
 export { buildIndex, type FoodIndex } from "./foodIndex.ts"
 
 /** Reported in every result; bump it whenever ranking, vocabulary or thresholds change. */
 export const MATCHER_VERSION = "usda-match-7"
 
-export interface RankedCandidate {
-  readonly record: FoodRecord
-  readonly score: number
-  readonly coverage: number
-  readonly headHit: boolean
-  /** |ln| of the ratio between the record's energy and the model's guess (smoothed). */
-  readonly energyDistance: number
-  /** The score's parts, for tuning and for explaining a match. */
-  readonly parts: Readonly<Record<"text" | "head" | "extra" | "state" | "prior" | "guess" | "everyday", number>>
-}
 
 /** A record cooked another way than the query names ("fried" against "roasted"): below any record that fits. */
 const CONTRADICTED_METHOD = -0.3

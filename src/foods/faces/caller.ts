@@ -1,10 +1,10 @@
 /** Who calls the free food paths (REST and MCP) and whether they may: a sent Bearer key must be valid (401), then the limit (429). */
 import type { HttpServerRequest } from "@effect/platform"
 import { Effect, type Exit, Option, Redacted } from "effect"
-import { invalidKey, orStorageUnavailable } from "../credits/failures.ts"
-import { KeyFingerprints } from "../credits/keys.ts"
-import { Ledger } from "../credits/Ledger.ts"
-import { FoodLimits } from "../limits/FoodLimits.ts"
+import { invalidKey, orStorageUnavailable } from "../../credits/failures.ts"
+import { KeyFingerprints } from "../../credits/keys.ts"
+import { Ledger } from "../../credits/Ledger.ts"
+import { FoodLimits } from "../../limits/FoodLimits.ts"
 
 /**
  * Admits one food call from `address`, with the Authorization header as sent (or undefined). A key is optional; one

@@ -5,21 +5,14 @@
  * nutrient stays null when the record lacks it, and a total is null when any item lacks it.
  */
 import { Effect, Option } from "effect"
-import { roundGrams, sumGrams } from "../analysis/portions.ts"
-import { InvalidRequest, NotFound } from "../domain/errors.ts"
+import { hundredths, roundGrams, sumGrams } from "./arithmetic.ts"
+import { InvalidRequest, NotFound } from "../../domain/errors.ts"
 import { FoodDb, type FoodReader } from "./FoodDb.ts"
 import { type FoodPortion, type FoodRecord, type MoreNutrient, type MoreNutrients, UNKNOWN_NUTRIENTS } from "./records.ts"
 import { type Food, type FoodNutrition, GRAMS_MAX, GRAMS_MIN, type NutritionItem, type NutritionItemRequest, type NutritionRequest, type NutritionResult } from "./schemas.ts"
-import { mealNutritionOf } from "./words/answer.ts"
 import { spelledRow } from "./words/grams.ts"
 
 const moreOf = (record: FoodRecord): MoreNutrients => record.more ?? UNKNOWN_NUTRIENTS
-
-/**
- * Hundredths, half up on the decimal figure: the food paths' figures have at most two decimals (the analysis keeps its
- * own tenths). 0.85 × 150 ÷ 100 is 1.2749999… in binary and 1.275 in decimal, as a caller writes it: 1.28.
- */
-export const hundredths = (v: number) => Math.round(Number((v * 100).toPrecision(12))) / 100
 
 const scaled = (v: number, grams: number) => hundredths((v * grams) / 100)
 const scaledOrNull = (v: number | null, grams: number) => (v === null ? null : scaled(v, grams))
@@ -200,7 +193,7 @@ const SUGGESTION_SEARCHES = 40
 const SLICE_MS = 5
 
 /** A call's pace: the suggestion searches it has left, and when it last let the event loop run. */
-const paceOf = () => {
+export const paceOf = () => {
   let searches = SUGGESTION_SEARCHES
   let since = performance.now()
   const breathe = Effect.async<void>((resume) => {
@@ -238,17 +231,12 @@ const suggestionsFor = (foods: FoodReader, text: string, pace: ReturnType<typeof
   })
 
 /** Nutrition of named foods: each item matched (by id or text) and priced; a text nothing matches is listed, never 0. */
-export const nutritionOf = (request: NutritionRequest): Effect.Effect<NutritionResult, InvalidRequest | NotFound, FoodDb> =>
+export const namedFoodsNutritionOf = (request: NutritionRequest): Effect.Effect<NutritionResult, InvalidRequest | NotFound, FoodDb> =>
   Effect.gen(function* () {
     const foods = yield* FoodDb
     // One index for every item of the call, the one of the moment when it began.
     const read = yield* foods.reader
     const pace = paceOf()
-    if (request.text !== undefined) {
-      const meal = yield* mealNutritionOf(read, request.text, foods.matcherVersion, pace.turn)
-      if (!allFinite(meal)) return yield* Effect.dieMessage("a nutrition answer holds a figure that is not a finite number")
-      return meal
-    }
     const items: Array<NutritionItem> = []
     const unmatched: Array<NutritionResult["unmatched"][number]> = []
     for (const [index, item] of (request.items ?? []).entries()) {

@@ -12,7 +12,7 @@ const check = Command.make(
     ),
     json: Options.boolean("json").pipe(Options.withDescription("the check as JSON, for programs"))
   },
-  (options) => Effect.flatMap(Effect.promise(() => import("./check.ts")), ({ runCheck }) =>
+  (options) => Effect.flatMap(Effect.promise(() => import("./modelCheck.ts")), ({ runCheck }) =>
     // `--verbose` is taken anywhere on the line (src/cli.ts), so it is read from there.
     runCheck({ ...options, verbose: process.argv.includes("--verbose") }).pipe(Effect.provide(AppConfigLive)))
 ).pipe(

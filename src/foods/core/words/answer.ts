@@ -3,8 +3,8 @@
  * ones nothing fits listed with their words, and the refusals of a text too long or of too many foods.
  */
 import { Effect } from "effect"
-import { sumGrams } from "../../analysis/portions.ts"
-import { InvalidRequest } from "../../domain/errors.ts"
+import { sumGrams } from "../arithmetic.ts"
+import { InvalidRequest } from "../../../domain/errors.ts"
 import type { FoodReader } from "../FoodDb.ts"
 import { itemFor, totalsOf } from "../nutrition.ts"
 import { NUTRITION_TEXT_FOODS_MAX, type NutritionItem, type NutritionResult } from "../schemas.ts"

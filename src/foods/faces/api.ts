@@ -1,8 +1,8 @@
 /** The HTTP contract of the foods feature: search, one food, nutrition for named foods; free, a Bearer key optional. */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { InvalidRequest, NotFound, PayloadTooLarge, ServiceUnavailable, TooManyRequests, Unauthorized, UnsupportedMediaType } from "../domain/errors.ts"
-import { Food, FoodIdPath, FoodList, FoodsSearchParams, NutritionRequest, NutritionResult } from "./schemas.ts"
+import { InvalidRequest, NotFound, PayloadTooLarge, ServiceUnavailable, TooManyRequests, Unauthorized, UnsupportedMediaType } from "../../domain/errors.ts"
+import { Food, FoodIdPath, FoodList, FoodsSearchParams, NutritionRequest, NutritionResult } from "../core/schemas.ts"
 
 const FREE =
   "Free: no payment and no key needed (a Bearer key, if sent, must be valid: 401 invalid_key). No model call, nothing charged. LIMIT_FOODS_PER_MINUTE calls per client address and per key (429 rate_limited with Retry-After). Refusals in the order 415/400, 401, 429."

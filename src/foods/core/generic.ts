@@ -1,5 +1,5 @@
 /** Generic food names ("nuts", "seafood", "leafy greens") and the SR28 families whose median per 100 g stands for them. */
-import type { Nutrition } from "../domain/schemas.ts"
+import type { Nutrition } from "../../domain/schemas.ts"
 import type { FoodRecord } from "./records.ts"
 
 /** Whether a family's members are taken cooked, raw, or as SR28 lists them (nuts are roasted or dried alike). */

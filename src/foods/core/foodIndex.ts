@@ -2,52 +2,13 @@
 import MiniSearch from "minisearch"
 import { COOKED, entriesScore, everydayOf, isProductOf } from "./everyday.ts"
 import { type Family, FAMILIES, type FamilyMember } from "./generic.ts"
-import type { PreparedQuery } from "./query.ts"
 import { DIET_VARIANT, formOf, isCookedByDefault, oddPartOf, recordPrior } from "./recordTraits.ts"
 import type { FoodRecord } from "./records.ts"
 import { countPostings, type TermStats, termStats } from "./terms.ts"
 import { brandWords, descriptionAsides, descriptionSegments, plainKey, type StateWord, stateOf, stem } from "./text.ts"
 import { CATEGORY_WORDS, DRY_FORMS, NAME_ENDS, NEUTRAL, NOT_COOKING, usefulCommonNames } from "./vocabulary.ts"
+import type { IndexedFood, PreparedQuery } from "./shapes.ts"
 
-/**
- * A food as the matcher reads it. Its word lists are arrays of shared strings, and foods with the same states share
- * one set: 8,789 foods of small Sets and separate copies of "chicken" held about twice the memory.
- */
-export interface IndexedFood {
-  readonly record: FoodRecord
-  readonly tokens: ReadonlyArray<string>
-  /** Words of the other names SR28 gives the food (ComName): "kasha" is buckwheat groats. */
-  readonly names: ReadonlyArray<string>
-  readonly head: ReadonlyArray<string>
-  /** The last word of the head segment: "Salad dressing, caesar" is a dressing, not a salad. */
-  readonly headNoun: string | undefined
-  /** Words of the segment after the head, USDA's specific name: "Melons, cantaloupe" is a cantaloupe. */
-  readonly specific: ReadonlyArray<string>
-  readonly states: ReadonlySet<StateWord>
-  /** Sum of the idf of the record's content words: what a query leaves unexplained is penalised. */
-  readonly contentWeight: number
-  /** The same for the head segment ("Carrot juice" is not carrots): words there weigh more. */
-  readonly headWeight: number
-  /** Food-group and typical-record prior, independent of the query. */
-  readonly prior: number
-  /** Brand names in the description (stemmed); a branded record is unlikely unless the query names its brand. */
-  readonly brands: ReadonlySet<string> | undefined
-  /** An unusual part or variant ("liver", "feet", "meatless") the query must name for the record to fit. */
-  readonly oddPart: string | undefined
-  readonly cookedByDefault: boolean
-  /** A form that makes it another dish ("mashed", "creamed", "with dressing"), if any. */
-  readonly form: string | undefined
-  readonly dietVariant: boolean
-  /** Fried, breaded or battered (French fries excepted: "fried" is their name). */
-  readonly fried: boolean
-  readonly babyFood: boolean
-  /** The search-only part of how plain and everyday the record is (everyday.ts). */
-  readonly everyday: number
-  /** Another product made of the food ("Tofu, salted and fermented (fuyu)", "Rice cakes"), not the food. */
-  readonly productOf: boolean
-  /** Eaten cooked as a rule, but SR28 lists the food cooked only fried ("Tofu, fried"): raw is its usual record. */
-  readonly rawIsUsual: boolean
-}
 
 /** What the search index holds of a record, field by field, as stemmed words separated by spaces. */
 export interface SearchDoc {

@@ -1,13 +1,14 @@
 /** HTTP handlers of the foods group; the answers themselves are nutrition.ts's, shared with the MCP tools. */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { AppConfig } from "../config.ts"
-import { MorselApi } from "../http/Api.ts"
-import { makeClientAddress } from "../http/clientAddress.ts"
-import { withRetryAfter } from "../limits/http.ts"
+import { AppConfig } from "../../config.ts"
+import { MorselApi } from "../../http/Api.ts"
+import { makeClientAddress } from "../../request/clientAddress.ts"
+import { withRetryAfter } from "../../limits/http.ts"
 import { admitFoodRequest } from "./caller.ts"
-import { lookupFood, nutritionOf, searchFoods } from "./nutrition.ts"
-import { SEARCH_LIMIT_DEFAULT } from "./schemas.ts"
+import { lookupFood, searchFoods } from "../core/nutrition.ts"
+import { nutritionOf } from "../core/nutritionAnswer.ts"
+import { SEARCH_LIMIT_DEFAULT } from "../core/schemas.ts"
 
 /**
  * A food answer as the JSON it is. Its values are built to the schema's types and the schema's encoding changes

@@ -7,14 +7,14 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Cause, Effect, Either, Exit, Layer, Option, Runtime, Schema } from "effect"
-import { AppConfig } from "../config.ts"
-import { makeClientAddress } from "../http/clientAddress.ts"
-import { parseBody, readBody } from "../http/body.ts"
-import { attachLane, isPlainPost, laneDoor } from "../http/lanes.ts"
-import type { PassOn } from "../http/nodeServer.ts"
+import { AppConfig } from "../../config.ts"
+import { makeClientAddress } from "../../request/clientAddress.ts"
+import { parseBody, readBody } from "../../request/body.ts"
+import { attachLane, isPlainPost, laneDoor } from "../../http/lanes.ts"
+import type { PassOn } from "../../http/nodeServer.ts"
 import { admitFoodCall, passWithAdmission } from "./caller.ts"
-import { nutritionOf } from "./nutrition.ts"
-import { NutritionRequest } from "./schemas.ts"
+import { nutritionOf } from "../core/nutritionAnswer.ts"
+import { NutritionRequest } from "../core/schemas.ts"
 
 const NUTRITION = "/v1/nutrition"
 

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { gunzipSync } from "node:zlib"
 import { Effect } from "effect"
-import { Ids } from "../ids.ts"
+import { Ids } from "../../ids.ts"
 import { type FoodPortion, type FoodRecord, MORE_NUTRIENTS, type MoreNutrients, UNKNOWN_NUTRIENTS } from "./records.ts"
 import { BATCH_SIZE, countFoods, recordImport, upsertBatch } from "./repository.ts"
 
@@ -35,9 +35,9 @@ export const SHIPPED_COLUMNS = [
   "portions"
 ] as const
 
-/** The file sits in data/ beside this module in the source tree; the bundle and the compiled modules read it there. */
+/** The file sits in src/foods/data/ in the source tree; the bundle and the compiled modules read it there. */
 export const shippedPath = (): string => {
-  const candidates = ["./data/", "../../src/foods/data/", "../../../src/foods/data/"].map((path) => fileURLToPath(new URL(path + SHIPPED_FILE, import.meta.url)))
+  const candidates = ["../data/", "../../src/foods/data/", "../../../../src/foods/data/"].map((path) => fileURLToPath(new URL(path + SHIPPED_FILE, import.meta.url)))
   return candidates.find((path) => existsSync(path)) ?? candidates[0]!
 }
 

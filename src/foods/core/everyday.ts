@@ -3,11 +3,10 @@
  * a food-only part read once per record, and a part that depends on what the text asks for. The analysis matcher,
  * which has the model's estimate to judge by, does not use it.
  */
-import type { IndexedFood } from "./foodIndex.ts"
-import type { PreparedQuery } from "./query.ts"
 import type { StateWord } from "./text.ts"
 import type { FoodRecord } from "./records.ts"
 import { NOT_COOKING, RAWISH } from "./vocabulary.ts"
+import type { IndexedFood, PreparedQuery } from "./shapes.ts"
 
 /** Words USDA gives the ordinary kind of a food ("Crackers, standard snack-type", "Wheat flour, white, all-purpose"). */
 const PLAIN = /\b(?:plain|all-purpose|original|standard|all commercial varieties|year round average|all types|all varieties|nfs)\b/

@@ -1,6 +1,6 @@
 /** The food record shared by the importers, the database and the matcher: one food with its energy and macros per 100 g. */
 import { Schema } from "effect"
-import type { Nutrition } from "../domain/schemas.ts"
+import type { Nutrition } from "../../domain/schemas.ts"
 
 /** Where a record came from; with `sourceId` it identifies the record (re-imports replace by this pair). */
 export const FoodSource = Schema.Literal("sr28", "fdc", "fdc_api")

@@ -1,5 +1,5 @@
 /** How a record's per-100 g values compare with the vision model's own guess, nutrient by nutrient: a ranking signal and a veto. */
-import type { Nutrition } from "../domain/schemas.ts"
+import type { Nutrition } from "../../domain/schemas.ts"
 
 const KEYS = ["kcal", "protein_g", "carbs_g", "fat_g"] as const
 

@@ -1,7 +1,7 @@
 /** Layers of the FoodDb seam: the live one (warm index loaded from PostgreSQL, optional FDC API), in-memory and empty ones. */
 import { SqlClient } from "@effect/sql"
 import { Clock, Deferred, Duration, Effect, Layer, Option, Ref, Schedule } from "effect"
-import { AppConfig } from "../config.ts"
+import { AppConfig } from "../../config.ts"
 import { FDC_API_BASE, type FdcApiSettings, makeFdcSearch } from "./fdcApi.ts"
 import { FoodDb, type FoodQuery, type FoodReader } from "./FoodDb.ts"
 import { buildIndexInTurns } from "./foodIndex.ts"

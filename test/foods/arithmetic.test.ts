@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import { allocateGrams, nutritionFor, sumNutrition } from "../../src/analysis/portions.ts"
+import { allocateGrams, nutritionFor, sumNutrition } from "../../src/foods/core/arithmetic.ts"
 
 const grams = fc.double({ min: 0.01, max: 3000, noNaN: true })
 const total = fc.integer({ min: 100, max: 500_000 }).map((cents) => cents / 100)

@@ -1,9 +1,15 @@
-/** Pure arithmetic of a result: grams allocation from a supplied total, per-item nutrition, totals and rounding. */
-import type { Nutrition } from "../domain/schemas.ts"
+/** The nutrition arithmetic of every answer (an analysis, the food paths, a meal in words): grams allocation from a supplied total, per-item nutrition, totals and rounding. */
+import type { Nutrition } from "../../domain/schemas.ts"
 
 /** Grams travel in hundredths, nutrients in tenths: the precision a kitchen scale and a label give. */
 export const roundGrams = (g: number) => Math.round(g * 100) / 100
 export const roundNutrient = (v: number) => Math.round(v * 10) / 10
+
+/**
+ * Hundredths, half up on the decimal figure: the food paths' figures have at most two decimals (the analysis keeps its
+ * own tenths). 0.85 × 150 ÷ 100 is 1.2749999… in binary and 1.275 in decimal, as a caller writes it: 1.28.
+ */
+export const hundredths = (v: number) => Math.round(Number((v * 100).toPrecision(12))) / 100
 
 const mapNutrition = (n: Nutrition, f: (v: number) => number): Nutrition => ({
   kcal: f(n.kcal),

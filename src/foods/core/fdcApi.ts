@@ -1,7 +1,7 @@
 /** The optional live USDA FoodData Central search API: rate-limited, cached in the database, never fatal to an analysis. */
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Clock, Duration, Effect, Option, Redacted, Ref } from "effect"
-import { HOUR_MS, makeLocalAllowance } from "../limits/window.ts"
+import { HOUR_MS, makeLocalAllowance } from "../../limits/window.ts"
 import { addMore, type FoodRecord, type NutrientAccumulator, toMore, toNutrition } from "./records.ts"
 import { cachedSearch, storeSearch } from "./repository.ts"
 import { FDC_MORE, SR_MORE } from "./sources.ts"
