@@ -248,7 +248,7 @@ describe.skipIf(!existsSync(CHROMIUM))("correcting a result, in a browser", () =
       // An analysis with a dish SR28 lacks (the model's own figures) beside a USDA food, as the service answers one.
       const rice = await nutrition([{ fdc_id: "20045", grams: 150, name: "Rice" }])
       const shawarma = { kcal: 215.5, protein_g: 18.3, carbs_g: 4.7, fat_g: 13.9 }
-      // The service's arithmetic (analysis/portions.ts): per 100 g scaled and summed, in tenths.
+      // The service's arithmetic (src/foods/core/arithmetic.ts): per 100 g scaled and summed, in tenths.
       const tenth = (v: number) => Math.round(v * 10) / 10
       const own = (grams: number): Nutrition => ({
         kcal: tenth((shawarma.kcal * grams) / 100),
