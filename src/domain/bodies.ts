@@ -10,6 +10,16 @@ export const MAX_BODY_BYTES = 2_700_000
  */
 export const MAX_JSON_DEPTH = 32
 
+/**
+ * The most arrays and objects a body may hold. Valid bodies hold a few dozen (20 nutrition items, a JSON-RPC
+ * message); hundreds of thousands (a 2.7 MB body of empty objects) exist only to make its parse hold the server.
+ */
+export const MAX_JSON_CONTAINERS = 50_000
+
+/** The 400 for a body holding more than MAX_JSON_CONTAINERS arrays and objects. */
+export const tooMany = (what: string) =>
+  new InvalidRequest({ error: { code: "invalid_request", message: `${what} more than ${MAX_JSON_CONTAINERS} objects and arrays` } })
+
 /** Whether a parsed value (tool arguments) nests deeper than `max`, walked without recursion. */
 export const valueNestsDeeperThan = (value: unknown, max: number): boolean => {
   const pending: Array<readonly [unknown, number]> = [[value, 0]]

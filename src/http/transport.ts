@@ -5,7 +5,7 @@ import { SqlError } from "@effect/sql"
 import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
 import { AppConfig } from "../config.ts"
 import { storageUnavailable } from "../db/storage.ts"
-import { MAX_BODY_BYTES, MAX_JSON_DEPTH, tooDeep } from "../domain/bodies.ts"
+import { MAX_BODY_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, tooDeep, tooMany } from "../domain/bodies.ts"
 import { SHRINK_PHOTO } from "../domain/image.ts"
 import {
   capMessage,
@@ -16,7 +16,7 @@ import {
   UnsupportedMediaType
 } from "../domain/errors.ts"
 import { liftImage, parseJson, parseLifted, RepeatedKey, readBody, wholeText } from "../request/body.ts"
-import { isJson, nestsDeeperThan, readWhole } from "../request/read.ts"
+import { isJson, jsonShapeRefusal, readWhole } from "../request/read.ts"
 
 export const EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Mcp-Session-Id", "Morsel-Sandbox"]
 const ALLOWED_HEADERS = [
@@ -121,7 +121,9 @@ const guardBody = (
     if (body === "cut") return Either.right(errorResponse(bodyCut))
     const lifted = typeof body === "string" ? undefined : liftImage(body)
     const text = lifted?.text ?? body.toString()
-    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return Either.right(errorResponse(tooDeep("request body is")))
+    const shape = jsonShapeRefusal(text, MAX_JSON_DEPTH, MAX_JSON_CONTAINERS)
+    if (shape === "too_deep") return Either.right(errorResponse(tooDeep("request body is")))
+    if (shape === "too_many") return Either.right(errorResponse(tooMany("request body holds")))
     return Either.left(
       typeof body === "string" || lifted === undefined
         ? withBody(request, () => parseJson(text), () => text)

@@ -5,7 +5,7 @@ import { Context, Effect, Layer } from "effect"
 import { FundingMemory, FundingMemoryLedger } from "../../src/analysis/FundingMemory.ts"
 import { VisionModelLive } from "../../src/analysis/VisionModelLive.ts"
 import { FoodDb } from "../../src/foods/core/FoodDb.ts"
-import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../../src/domain/bodies.ts"
+import { MAX_BODY_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH } from "../../src/domain/bodies.ts"
 import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { type Answer, errorCode, send } from "../support/http.ts"
 import { makeImage } from "../support/images.ts"
@@ -110,6 +110,20 @@ describe("hostile bodies", () => {
         const text = yield* post("/v1/analyze", bodies(JSON.stringify("[".repeat(10_000)))[0]![1])
         expectInvalidRequest(text)
         expect((text.body as { error: { message: string } }).error.message).toMatch(/^language/)
+      }))
+
+    it.effect(`a body of more than ${MAX_JSON_CONTAINERS} objects and arrays is refused before it is parsed; as many as that (the body and its list included) are read as usual`, () =>
+      Effect.gen(function* () {
+        // 890,000 empty objects fit the 2.7 MB limit; their parse alone held the server for a quarter of a second.
+        const many = `{"items":[${Array.from({ length: 890_000 }, () => "{}").join(",")}]}`
+        const started = performance.now()
+        const refused = yield* post("/v1/nutrition", many)
+        expectInvalidRequest(refused)
+        expect((refused.body as { error: { message: string } }).error.message).toBe(`request body holds more than ${MAX_JSON_CONTAINERS} objects and arrays`)
+        expect(performance.now() - started).toBeLessThan(5_000)
+        const within = yield* post("/v1/nutrition", `{"items":[${Array.from({ length: MAX_JSON_CONTAINERS - 2 }, () => "{}").join(",")}]}`)
+        expectInvalidRequest(within)
+        expect((within.body as { error: { message: string } }).error.message).toMatch(/^items/)
       }))
 
     it.effect("a body of unknown length: read when it is within the limit, 413 once it passes it", () =>
