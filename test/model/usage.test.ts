@@ -57,7 +57,7 @@ const tokensMetric = (kind: string) =>
 describe("model usage", () => {
   it.scopedLive("with prices: tokens and cost in the log line, the metrics, the request lookup, and a margin in the counters", () =>
     Effect.gen(function* () {
-      const logged = vi.spyOn(console, "log")
+      const logged = vi.spyOn(console, "error")
       const { fake, admin, analyze } = yield* setup(PRICES)
       const before = { prompt: yield* tokensMetric("prompt"), reasoning: yield* tokensMetric("reasoning") }
       fake.enqueue(Reply.answer(chickenRice, { usage: USAGE }), Reply.content("not a meal", { usage: USAGE }))
