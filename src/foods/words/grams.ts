@@ -42,7 +42,10 @@ const usable = (p: FoodPortion) => p.amount > 0 && p.grams > 0
 const SAME_PORTION: ReadonlyMap<string, ReadonlyArray<string>> = new Map([
   ["strip", ["slice", "piece"]],
   ["rasher", ["slice", "strip"]],
-  ["slice", ["piece"]],
+  ["slice", ["piece", "wedge"]],
+  ["wedge", ["slice", "piece"]],
+  ["scoop", ["serving"]],
+  ["square", ["piece"]],
   ["piece", ["slice", "item", "each"]],
   ["pc", ["piece", "slice"]],
   ["filet", ["fillet"]],
