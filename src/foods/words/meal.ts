@@ -123,13 +123,25 @@ const subOf = (index: MealIndex, query: string): FoodRecord | undefined => {
 /** How far down its records a food is looked for as eaten. */
 const AS_EATEN_DEPTH = 8
 
+/** How many near records are looked through for one that has the unit the trusted ones lack. */
+const NEAR_DEPTH = 10
+
 /** The records for a food, best first: with a household unit or container, the first that fits the words and has it. */
 const recordsFor = (index: MealIndex, food: ReadFood): ReadonlyArray<FoodRecord> => {
   const query = saidAs(food.query)
   const first = recordFor(index, food)
   if (first === undefined) return []
   // A record with no portion to price the words by gives way to the next of the same words ("greek yogurt").
-  return [first, ...index.trusted(query, 4).filter((r) => r !== first && asEaten(r, query))]
+  const next = index.trusted(query, 4).filter((r) => r !== first && asEaten(r, query))
+  // A unit none of them has ("2 slices of pepperoni pizza") is looked for among the near records that hold every word.
+  const unit = food.unit
+  if (unit === undefined || unit.kind !== "household") return [first, ...next]
+  const words = query.toLowerCase().match(/[\p{L}]{3,}/gu) ?? []
+  const near = index.search(query, NEAR_DEPTH).filter((r) => {
+    const description = r.description.toLowerCase()
+    return words.every((w) => description.includes(w.replace(/s$/, ""))) && householdRow(r.portions, unit.name) !== undefined
+  })
+  return [first, ...next, ...near]
 }
 
 /** The record for a food: with a household unit or container, the first record that fits the words and has it. */
