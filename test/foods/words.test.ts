@@ -91,9 +91,19 @@ describe("a meal in words is cut into foods", () => {
     expect(read("ham and cheese sandwich, chips").map((f) => f[1])).toEqual(["ham and cheese sandwich", "chips"])
     expect(read("bacon egg and cheese bagel").map((f) => f[1])).toEqual(["bacon egg and cheese bagel"])
     expect(read("toast and a muffin").map((f) => f[1])).toEqual(["toast", "muffin"])
-    expect(read("coffee with half and half").map((f) => [f[1], f[2]])).toEqual([
+    expect(read("coffee with half and half").map((f) => [f[1], f[2], f[3]])).toEqual([
+      ["coffee", null, null],
+      ["half and half", 1, "splash"]
+    ])
+    // Milk with a coffee or tea is a splash in it; a glass of it beside them is not.
+    expect(read("tea with milk and sugar").map((f) => [f[1], f[3]])).toEqual([
+      ["tea", null],
+      ["milk", "splash"],
+      ["sugar", null]
+    ])
+    expect(read("coffee and a glass of milk").map((f) => [f[1], f[3]])).toEqual([
       ["coffee", null],
-      ["half and half", null]
+      ["milk", "glass"]
     ])
     expect(read("6 inch turkey sub").map((f) => [f[1], f[2]])).toEqual([["turkey sub", 1]])
   })

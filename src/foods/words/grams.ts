@@ -115,7 +115,7 @@ const PIECE_MAX_GRAMS = 450
 const TINY_PIECE_GRAMS = 15
 
 /** Rows that name one piece of a food, best first: medium where it has one, then the food's own word, then pieces. */
-const PIECE_WORDS = ["medium", "piece", "item", "each", "whole", "fruit", "link", "patty", "large", "small", "slice", "sandwich", "bar", "roll", "unit"]
+const PIECE_WORDS = ["medium", "piece", "item", "each", "whole", "fruit", "link", "patty", "large", "small", "slice", "sandwich", "bar", "roll", "unit", "container"]
 
 /** One piece of the food: medium, its own name ("breast" for a chicken breast), a piece, …; undefined when it has none. */
 export const pieceRow = (record: FoodRecord, query: string): FoodPortion | undefined => {

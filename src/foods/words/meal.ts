@@ -88,6 +88,7 @@ const SAID_AS: ReadonlyArray<readonly [RegExp, string]> = [
   [/^(?:greek yogh?urt)$/i, "yogurt greek plain"],
   [/^(?:corn ?flakes)$/i, "kellogg's corn flakes"],
   [/^(?:oj|o\.j\.)$/i, "orange juice"],
+  [/^(?:black |english breakfast |breakfast )?tea$/i, "tea black brewed prepared with tap water"],
   [/^(?:eggs? (?:over easy|over medium|over hard|sunny side up|sunny-side up))$/i, "egg fried"],
   [/^fries$/i, "french fries"],
   [/^(?:espressos?|shots? of espresso)$/i, "coffee brewed espresso restaurant-prepared"],
@@ -126,22 +127,20 @@ const AS_EATEN_DEPTH = 8
 /** How many near records are looked through for one that has the unit the trusted ones lack. */
 const NEAR_DEPTH = 10
 
-/** The records for a food, best first: with a household unit or container, the first that fits the words and has it. */
-const recordsFor = (index: MealIndex, food: ReadFood): ReadonlyArray<FoodRecord> => {
+/** Records after the first for a food whose first has no portion to price its words by, best first. */
+const otherRecordsFor = (index: MealIndex, food: ReadFood, first: FoodRecord): ReadonlyArray<FoodRecord> => {
   const query = saidAs(food.query)
-  const first = recordFor(index, food)
-  if (first === undefined) return []
-  // A record with no portion to price the words by gives way to the next of the same words ("greek yogurt").
+  // The next of the same words ("greek yogurt": its whole-milk record has no portion).
   const next = index.trusted(query, 4).filter((r) => r !== first && asEaten(r, query))
   // A unit none of them has ("2 slices of pepperoni pizza") is looked for among the near records that hold every word.
   const unit = food.unit
-  if (unit === undefined || unit.kind !== "household") return [first, ...next]
+  if (unit === undefined || unit.kind !== "household") return next
   const words = query.toLowerCase().match(/[\p{L}]{3,}/gu) ?? []
   const near = index.search(query, NEAR_DEPTH).filter((r) => {
     const description = r.description.toLowerCase()
     return words.every((w) => description.includes(w.replace(/s$/, ""))) && householdRow(r.portions, unit.name) !== undefined
   })
-  return [first, ...next, ...near]
+  return [...next, ...near]
 }
 
 /** The record for a food: with a household unit or container, the first record that fits the words and has it. */
@@ -164,8 +163,15 @@ const recordFor = (index: MealIndex, food: ReadFood): FoodRecord | undefined => 
 
 /** A food read, priced: its record and grams, or its suggestions (the searches counted against `budget`). */
 export const pricedFood = (index: MealIndex, food: ReadFood, i: number, budget: { left: number }): MealFood => {
-  for (const record of recordsFor(index, food)) {
-    const grams = gramsOf(record, food)
+  const first = recordFor(index, food)
+  if (first !== undefined) {
+    let grams = gramsOf(first, food)
+    let record = first
+    for (const other of typeof grams === "string" ? otherRecordsFor(index, food, first) : []) {
+      grams = gramsOf(other, food)
+      record = other
+      if (typeof grams !== "string") break
+    }
     if (typeof grams !== "string") return { index: i, food, record, grams: grams.grams, basis: grams.basis, ...(grams.portion === undefined ? {} : { portion: grams.portion }) }
   }
   return { index: i, food, suggestions: suggestionsOf(index, food.query, budget) }

@@ -263,12 +263,29 @@ const readPhrase = (text: string, span: Span): ReadFood | undefined => {
   }
 }
 
+/** Drinks milk is poured into, and what is poured. */
+const IN_A_CUP = /\b(?:coffee|tea|espresso|americano)s?$/i
+const WHITENER = /^(?:(?:whole|skim|skimmed|semi-skimmed|low-fat|lowfat|2%|1%|oat|almond|soy)\s+)?(?:milk|cream|creamer|half and half)$/i
+
 /** The foods of a meal's text, in order; stops after `max` + 1 foods (a text of more is refused whole). */
 export const readMeal = (text: string, max = Number.POSITIVE_INFINITY): ReadonlyArray<ReadFood> => {
   const foods: Array<ReadFood> = []
+  let before: { readonly food: ReadFood; readonly end: number } | undefined
   for (const span of phrasesOf(text)) {
-    const food = readPhrase(text, span)
+    let food = readPhrase(text, span)
     if (food === undefined) continue
+    // Milk or cream "with" or "and" a coffee or tea, with no amount, is a splash in it.
+    const splash = containerOf("splash")
+    if (
+      food.amount === undefined &&
+      splash !== undefined &&
+      before !== undefined &&
+      IN_A_CUP.test(before.food.query) &&
+      WHITENER.test(food.query) &&
+      /\b(?:with|and|w\/|\+|&)/i.test(text.slice(before.end, span.start))
+    )
+      food = { ...food, amount: 1, unit: splash }
+    before = { food, end: span.end }
     foods.push(food)
     if (foods.length > max) break
   }
