@@ -103,6 +103,10 @@ describe("a meal in words, priced on the shipped SR28 copy", () => {
     expect(only("2 eggs over easy").name).toBe("Egg, whole, cooked, fried")
     expect(only("half and half").name).toBe("Cream, fluid, half and half")
     expect(only("a chocolate bar").name).toBe("Candies, milk chocolate")
+    // A weight of oats is dry oats; vegetables served are cooked.
+    expect(only("40g oats")).toMatchObject({ name: "Cereals, oats, regular and quick, not fortified, dry", grams: 40 })
+    expect(only("green beans").name).toMatch(/^Beans, snap, green, cooked/)
+    expect(only("1 cup peas").name).toMatch(/^Peas, green, cooked/)
     expect(only("a ham and cheese sandwich").name).toMatch(/submarine sandwich/)
     expect(only("a turkey and swiss sandwich on wheat").name).toMatch(/submarine sandwich, turkey/)
   })
