@@ -54,14 +54,14 @@ describe("morsel foods search and morsel nutrition", () => {
   }, 120_000)
 
   it("nutrition reads a meal in words (arguments without =): what was read, the grams and where they came from, the foods not read", async () => {
-    const run = await morsel(["nutrition", "2 large eggs, a slice of toast with butter and a latte"])
+    const run = await morsel(["nutrition", "2 large eggs, a slice of toast with butter and a cortado"])
     expect(run.code).toBe(0)
     expect(run.stdout).toMatch(/you wrote\s+food\s+grams\s+from\s+kcal/)
     expect(run.stdout).toMatch(/^2 large eggs\s+Egg, whole, raw, fresh\s+100\.0\s+2 × large/m)
     expect(run.stdout).toMatch(/^a slice of toast\s+.*\s+22\.0\s+1 × slice/m)
     expect(run.stdout).toMatch(/^butter\s+Butter, salted\s+5\.0\s+typical: 1 × pat/m)
     expect(run.stdout).toMatch(/^total\s+127\.0\s/m)
-    expect(run.stdout).toContain('not counted: "a latte"')
+    expect(run.stdout).toContain('not counted: "a cortado"')
     expect(run.stdout).toContain("incomplete")
     // Words split by the shell are one meal too.
     const words = JSON.parse((await morsel(["nutrition", "1", "tbsp", "olive", "oil", "--json"])).stdout)

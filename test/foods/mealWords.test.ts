@@ -10,10 +10,10 @@ import { describeFigures, describeOutcome, figuresOf, type MealAnswer, type Meal
 import { readMeals, readPortions } from "./meals/mealSet.ts"
 
 /**
- * The report half must do no worse than this: a little below what it measured (energy error 69.1 % of the mean,
- * carbohydrate 70.6 %, read whole 41.0 %, carbohydrate within ±7.5 g 35.0 %), so that a regression fails.
+ * The report half must do no worse than this: a little below what it measured (energy error 54.9 % of the mean,
+ * carbohydrate 60.1 %, read whole 47.0 %, carbohydrate within ±7.5 g 39.9 %), so that a regression fails.
  */
-const REPORT_FLOORS = { kcalShare: 0.72, carbsShare: 0.74, readWholeShare: 0.38, carbsWithinShare: 0.33 }
+const REPORT_FLOORS = { kcalShare: 0.58, carbsShare: 0.63, readWholeShare: 0.44, carbsWithinShare: 0.37 }
 
 describe("meals in words on the shipped SR28 copy", () => {
   const records = shippedFoods()

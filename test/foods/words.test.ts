@@ -19,7 +19,8 @@ describe("a meal in words is cut into foods", () => {
       ["a latte", "latte", 1, null]
     ])
     expect(read("rice & beans; a coke. Then an apple plus a pear\n- 2 cookies\n* tea\n• jam\n1. toast\n2) honey").map((f) => f[1])).toEqual([
-      "rice & beans",
+      "rice",
+      "beans",
       "coke",
       "apple",
       "pear",
@@ -58,6 +59,53 @@ describe("a meal in words is cut into foods", () => {
     ])
     expect(read("mac and cheese and a coke").map((f) => f[1])).toEqual(["mac and cheese", "coke"])
     expect(read("2 eggs, fried rice").map((f) => f[1])).toEqual(["eggs", "fried rice"])
+  })
+
+  it("reads a word after a comma that is itself a food as a new food, and an amount after a comma as the food's", () => {
+    expect(read("toast, butter, jam").map((f) => f[1])).toEqual(["toast", "butter", "jam"])
+    expect(read("an orange, water").map((f) => f[1])).toEqual(["orange", "water"])
+    expect(read("broccoli, cooked in butter").map((f) => f[1])).toEqual(["broccoli, cooked in butter"])
+    expect(read("lunch was leftover pizza, 2 slices, and a diet coke")).toEqual([
+      ["pizza, 2 slices", "pizza", 2, "slice"],
+      ["a diet coke", "diet coke", 1, null]
+    ])
+  })
+
+  it("drops meal labels and what says when or where a food was eaten", () => {
+    expect(read("Lunch: ham sandwich, an orange").map((f) => f[1])).toEqual(["ham sandwich", "orange"])
+    expect(read("breakfast: oatmeal\nsnack: 2 cookies").map((f) => [f[1], f[2]])).toEqual([
+      ["oatmeal", null],
+      ["cookies", 2]
+    ])
+    expect(read("almonds for a snack").map((f) => f[1])).toEqual(["almonds"])
+    expect(read("Had a banana and a yogurt on the way to work").map((f) => f[1])).toEqual(["banana", "yogurt"])
+    expect(read("a muffin at work at 10am").map((f) => f[1])).toEqual(["muffin"])
+  })
+
+  it("reads 'X on Y' as two foods, but a sandwich's bread and a dish's fillings joined by 'and' stay the dish", () => {
+    expect(read("2 tbsp peanut butter on a slice of toast").map((f) => [f[1], f[2], f[3]])).toEqual([
+      ["peanut butter", 2, "tbsp"],
+      ["toast", 1, "slice"]
+    ])
+    expect(read("a turkey and swiss sandwich on wheat").map((f) => f[1])).toEqual(["turkey and swiss sandwich"])
+    expect(read("ham and cheese sandwich, chips").map((f) => f[1])).toEqual(["ham and cheese sandwich", "chips"])
+    expect(read("bacon egg and cheese bagel").map((f) => f[1])).toEqual(["bacon egg and cheese bagel"])
+    expect(read("toast and a muffin").map((f) => f[1])).toEqual(["toast", "muffin"])
+    expect(read("coffee with half and half").map((f) => [f[1], f[2], f[3]])).toEqual([
+      ["coffee", null, null],
+      ["half and half", 1, "splash"]
+    ])
+    // Milk with a coffee or tea is a splash in it; a glass of it beside them is not.
+    expect(read("tea with milk and sugar").map((f) => [f[1], f[3]])).toEqual([
+      ["tea", null],
+      ["milk", "splash"],
+      ["sugar", null]
+    ])
+    expect(read("coffee and a glass of milk").map((f) => [f[1], f[3]])).toEqual([
+      ["coffee", null],
+      ["milk", "glass"]
+    ])
+    expect(read("6 inch turkey sub").map((f) => [f[1], f[2]])).toEqual([["turkey sub", 1]])
   })
 
   it("reads numbers in digits, decimals, fractions and words", () => {

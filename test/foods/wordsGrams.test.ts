@@ -79,11 +79,45 @@ describe("a meal in words, priced on the shipped SR28 copy", () => {
     expect(only("a cup of coffee").name).toBe("Beverages, coffee, brewed, prepared with tap water")
   })
 
+  it("a serving is one a person eats: no whole fruit or package, a cup of what is eaten by the handful", () => {
+    // A whole pineapple (905 g) is no piece one eats; a family bag of chips (8 oz) no single bag.
+    expect(only("pineapple").grams).toBeLessThan(300)
+    expect(only("a small bag of chips")).toMatchObject({ name: "Snacks, potato chips, plain, salted", grams: 28 })
+    // One grape is no serving of grapes; ten of them are ten.
+    expect(only("grapes").grams).toBeGreaterThan(80)
+    expect(only("10 grapes").grams).toBeLessThan(60)
+    expect(only("1 scoop vanilla ice cream")).toMatchObject({ name: "Ice creams, vanilla", grams: 66 })
+    expect(only("a slice of watermelon")).toMatchObject({ name: "Watermelon, raw", grams: 286 })
+    expect(only("2 slices of pepperoni pizza").name).toMatch(/pepperoni/i)
+  })
+
+  it("reads everyday names in USDA's words", () => {
+    expect(only("ranch").name).toMatch(/^Salad dressing, ranch/)
+    expect(only("bbq sauce").name).toBe("Sauce, barbecue")
+    expect(only("a diet coke").name).toMatch(/cola/i)
+    expect(only("a diet coke").name).not.toBe("Beverages, carbonated, cola, regular")
+    expect(only("a cheese stick").name).toMatch(/mozzarella/i)
+    expect(only("greek yogurt").name).toMatch(/^Yogurt, Greek, plain/)
+    expect(only("cornflakes").name).toMatch(/Corn Flakes/)
+    expect(only("OJ").name).toMatch(/^Orange juice/)
+    expect(only("2 eggs over easy").name).toBe("Egg, whole, cooked, fried")
+    expect(only("half and half").name).toBe("Cream, fluid, half and half")
+    expect(only("a chocolate bar").name).toBe("Candies, milk chocolate")
+    // A weight of oats is dry oats; vegetables served are cooked.
+    expect(only("40g oats")).toMatchObject({ name: "Cereals, oats, regular and quick, not fortified, dry", grams: 40 })
+    expect(only("green beans").name).toMatch(/^Beans, snap, green, cooked/)
+    expect(only("1 cup peas").name).toMatch(/^Peas, green, cooked/)
+    expect(only("a ham and cheese sandwich").name).toMatch(/submarine sandwich/)
+    expect(only("a turkey and swiss sandwich on wheat").name).toMatch(/submarine sandwich, turkey/)
+  })
+
   it("a food nothing matches is unmatched with its words and suggestions of its kind; so is a unit the food cannot take", () => {
-    const latte = only("a latte")
-    expect(latte.text).toBe("a latte")
-    expect(latte.unmatched?.length).toBeGreaterThan(0)
-    for (const s of latte.unmatched ?? []) expect(s).toMatch(/coffee/i)
+    const cortado = only("a cortado")
+    expect(cortado.text).toBe("a cortado")
+    expect(cortado.unmatched?.length).toBeGreaterThan(0)
+    for (const s of cortado.unmatched ?? []) expect(s).toMatch(/coffee/i)
+    // A latte is a milk coffee: SR28's ready-to-drink milk-based coffee prices it.
+    expect(only("a latte").name).toMatch(/coffee.*milk based/i)
     expect(only("sushi").unmatched?.length).toBeGreaterThan(0)
     expect(only("2 scoops of rice")).toMatchObject({ unmatched: expect.any(Array) })
   })

@@ -42,7 +42,7 @@ describe("a meal in words over HTTP", () => {
   it.layer(serverLayer({ dependencies }), { timeout: 120_000 })("on the shipped SR28 copy read from the database", (it) => {
     it.effect("a sentence is read into foods, each with its words, its grams and how they were found; one it cannot read is listed beside", () =>
       Effect.gen(function* () {
-        const body = yield* meal("2 eggs, a slice of toast with butter and a latte")
+        const body = yield* meal("2 eggs, a slice of toast with butter and a cortado")
         expect(body.items.map((i) => [i.text, i.query, i.grams, i.grams_basis, i.portion?.unit])).toEqual([
           ["2 eggs", "eggs", 88, "portion", "medium"],
           ["a slice of toast", "toast", 22, "portion", "slice"],
@@ -50,7 +50,7 @@ describe("a meal in words over HTTP", () => {
         ])
         expect(body.items.map((i) => i.matched_name)).toEqual(["Egg, whole, raw, fresh", "Bread, white, commercially prepared, toasted", "Butter, salted"])
         expect(body.complete).toBe(false)
-        expect(body.unmatched.map((u) => [u.index, u.query, u.text])).toEqual([[3, "latte", "a latte"]])
+        expect(body.unmatched.map((u) => [u.index, u.query, u.text])).toEqual([[3, "cortado", "a cortado"]])
         expect(body.unmatched[0]?.suggestions.length).toBeGreaterThan(0)
         for (const s of body.unmatched[0]?.suggestions ?? []) expect(s.name).toMatch(/coffee/i)
         // Totals are the items' sum; a food nothing matches is never counted as zero.

@@ -73,7 +73,7 @@ describe("MCP food tools", () => {
       Effect.gen(function* () {
         const { model, url } = yield* Service
         const before = model.requests.length
-        const result = yield* callTool("food_nutrition", { text: "2 eggs, a slice of toast with butter and a latte" })
+        const result = yield* callTool("food_nutrition", { text: "2 eggs, a slice of toast with butter and a cortado" })
         expect(result.isError ?? false).toBe(false)
         const body = content(result)
         const items = body["items"] as Array<{ text: string; grams: number; grams_basis: string }>
@@ -83,9 +83,9 @@ describe("MCP food tools", () => {
           ["butter", 5, "typical"]
         ])
         expect(body["complete"]).toBe(false)
-        expect((body["unmatched"] as Array<{ index: number; text: string }>).map((u) => [u.index, u.text])).toEqual([[3, "a latte"]])
+        expect((body["unmatched"] as Array<{ index: number; text: string }>).map((u) => [u.index, u.text])).toEqual([[3, "a cortado"]])
         // The same answer as REST's.
-        const rest = yield* Effect.promise(() => send(`${url}/v1/nutrition`, { method: "POST", body: { text: "2 eggs, a slice of toast with butter and a latte" } }))
+        const rest = yield* Effect.promise(() => send(`${url}/v1/nutrition`, { method: "POST", body: { text: "2 eggs, a slice of toast with butter and a cortado" } }))
         expect(rest.body).toEqual(result.structuredContent)
         expect(model.requests.length).toBe(before)
         for (const args of [{ text: " " }, { text: "x".repeat(2001) }, { text: Array.from({ length: 21 }, () => "an egg").join(", ") }, { text: "an egg", items: [{ query: "egg", grams: 50 }] }]) {

@@ -42,7 +42,10 @@ const usable = (p: FoodPortion) => p.amount > 0 && p.grams > 0
 const SAME_PORTION: ReadonlyMap<string, ReadonlyArray<string>> = new Map([
   ["strip", ["slice", "piece"]],
   ["rasher", ["slice", "strip"]],
-  ["slice", ["piece"]],
+  ["slice", ["piece", "wedge"]],
+  ["wedge", ["slice", "piece"]],
+  ["scoop", ["serving"]],
+  ["square", ["piece"]],
   ["piece", ["slice", "item", "each"]],
   ["pc", ["piece", "slice"]],
   ["filet", ["fillet"]],
@@ -105,12 +108,19 @@ const densityOf = (portions: ReadonlyArray<FoodPortion>): { readonly perMl: numb
 
 const round2 = (n: number) => Math.round(n * 100) / 100
 
+/** The most one piece of a food can weigh: a large sandwich or steak, not a whole roast, bird or melon. */
+const PIECE_MAX_GRAMS = 450
+
+/** A piece lighter than this (a grape, a strawberry, a baby carrot) is eaten by the cup, not one at a time. */
+const TINY_PIECE_GRAMS = 15
+
 /** Rows that name one piece of a food, best first: medium where it has one, then the food's own word, then pieces. */
-const PIECE_WORDS = ["medium", "piece", "item", "each", "whole", "fruit", "link", "patty", "large", "small", "slice", "sandwich", "bar", "roll", "unit"]
+const PIECE_WORDS = ["medium", "piece", "item", "each", "whole", "fruit", "link", "patty", "large", "small", "slice", "sandwich", "bar", "roll", "unit", "container"]
 
 /** One piece of the food: medium, its own name ("breast" for a chicken breast), a piece, …; undefined when it has none. */
 export const pieceRow = (record: FoodRecord, query: string): FoodPortion | undefined => {
-  const portions = record.portions.filter(usable)
+  // A whole pineapple, melon, roast or bird is no piece one eats.
+  const portions = record.portions.filter((p) => usable(p) && p.grams / p.amount <= PIECE_MAX_GRAMS)
   const medium = portions.find((p) => firstWord(p) === "medium")
   if (medium !== undefined) return medium
   const own = query.toLowerCase().match(/[\p{L}]+/gu)?.map(singular) ?? []
@@ -142,13 +152,22 @@ export const typicalRow = (record: FoodRecord, query: string): FoodPortion | und
       if (row !== undefined) return row
     }
   }
-  return pieceRow(record, query) ?? portions.find((p) => !notAServing(p)) ?? portions.find((p) => !/\bper\b/i.test(p.unit)) ?? portions[0]
+  const piece = pieceRow(record, query)
+  if (piece !== undefined && piece.grams / piece.amount < TINY_PIECE_GRAMS) {
+    const cup = portions.find((p) => firstWord(p) === "cup" || firstWord(p) === "nlea")
+    if (cup !== undefined) return cup
+  }
+  return piece ?? portions.find((p) => !notAServing(p) && p.grams / p.amount <= PIECE_MAX_GRAMS) ?? portions.find((p) => !/\bper\b/i.test(p.unit)) ?? portions[0]
 }
 
 const fromRow = (row: FoodPortion, amount: number, basis: GramsBasis, unit = row.unit): Priced => {
   const grams = Math.max(0.01, round2((amount * row.grams) / row.amount))
   return { grams, basis, portion: { amount, unit, grams } }
 }
+
+/** Containers sold in one-serving and family sizes: the one a person eats is the serving. */
+const SINGLE_SERVE: ReadonlySet<string> = new Set(["bag", "packet", "pack", "package", "box", "pouch", "sachet"])
+const SINGLE_SERVE_MAX_GRAMS = 100
 
 /** Amounts beyond this many grams are not a meal's (the items path's bound too). */
 export const GRAMS_MAX = 5000
@@ -193,6 +212,11 @@ const gramsOfUnit = (record: FoodRecord, query: string, amount: number, unit: Un
     }
     case "container": {
       const own = householdRow(record.portions, unit.name)
+      // A bag or packet one eats from is a single serving, not the shop's family bag ("a bag of chips" is 1 oz).
+      if (own !== undefined && SINGLE_SERVE.has(unit.name) && own.grams / own.amount > SINGLE_SERVE_MAX_GRAMS) {
+        const row = typicalRow(record, query)
+        if (row !== undefined && row.grams / row.amount <= SINGLE_SERVE_MAX_GRAMS) return fromRow(row, amount * row.amount, "portion")
+      }
       if (own !== undefined) return fromRow(own, amount, "portion")
       const density = densityOf(record.portions)
       const grams = Math.max(0.01, round2(amount * unit.ml * (density?.perMl ?? 1)))
@@ -200,6 +224,10 @@ const gramsOfUnit = (record: FoodRecord, query: string, amount: number, unit: Un
     }
     case "household": {
       const own = householdRow(record.portions, unit.name)
+      if (own !== undefined && SINGLE_SERVE.has(unit.name) && own.grams / own.amount > SINGLE_SERVE_MAX_GRAMS) {
+        const row = typicalRow(record, query)
+        if (row !== undefined && row.grams / row.amount <= SINGLE_SERVE_MAX_GRAMS) return fromRow(row, amount * row.amount, "portion")
+      }
       if (own !== undefined) return fromRow(own, amount, "portion")
       if (SERVING_WORDS.has(unit.name)) {
         const row = typicalRow(record, query)

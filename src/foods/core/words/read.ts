@@ -70,7 +70,7 @@ const LEADING_WORDS = new Set(
   words(
     "and then also plus with w but so or oh ok okay well just only mostly maybe probably basically like i i've i'd i'm we we've they he she you me my our his her their " +
       "had have has having ate eat eaten eating drank drink drinking drunk got grabbed enjoyed ordered finished consumed " +
-      "today yesterday tonight earlier later afterwards after before some about around approximately approx roughly nearly almost over under ~ ≈ " +
+      "today yesterday tonight earlier later afterwards after before some about around approximately approx roughly nearly almost over under ~ ≈ leftover leftovers " +
       "the this that these those of was were is are"
   )
 )
@@ -91,12 +91,20 @@ const NO_FOOD = new Set(
 
 const isWord = (t: Token | undefined, ...list: ReadonlyArray<string>) => t?.kind === "word" && list.includes(t.word)
 
+/** Meals a label names ("Lunch: ham sandwich", "lunch was pizza"). */
+const MEAL_LABELS = new Set(words("breakfast brunch lunch dinner supper dessert snack snacks tea elevenses"))
+
 /** The index after any opening filler. */
 const afterLeading = (tokens: ReadonlyArray<Token>, from: number): number => {
   let i = from
   for (;;) {
     const t = tokens[i]
     if (t === undefined) return i
+    const label = tokens[i + 1]
+    if (t.kind === "word" && MEAL_LABELS.has(t.word) && ((label?.kind === "mark" && label.raw === ":") || isWord(label, "was", "were", "is"))) {
+      i += 2
+      continue
+    }
     if ((t.kind === "word" && LEADING_WORDS.has(t.word)) || (t.kind === "mark" && "~≈:-–—([".includes(t.raw) && t.raw !== "(")) {
       i++
       continue
@@ -178,8 +186,14 @@ const trailingAmount = (tokens: ReadonlyArray<Token>, from: number, end: number)
   for (let k = Math.max(from + 1, end - 5); k < end; k++) {
     const t = tokens[k]
     if (t === undefined || (t.kind !== "number" && !(t.kind === "word" && t.word === "x"))) continue
-    const found = amountAndUnit(tokens, k)
+    let found = amountAndUnit(tokens, k)
     if (found === undefined) continue
+    // "pizza, 2 slices": a household word closing the phrase is the unit of the food before it.
+    const closing = tokens[found.next]
+    if (found.unit === undefined && closing?.kind === "word" && found.next + 1 >= end) {
+      const unit = containerOf(closing.word) ?? householdOf(closing.word)
+      if (unit !== undefined) found = { ...found, unit, next: found.next + 1 }
+    }
     let last = found.next
     while (last < end && tokens[last]?.kind === "mark") last++
     if (last >= end) return { ...found, start: k }
@@ -192,11 +206,17 @@ const readPhrase = (text: string, span: Span): ReadFood | undefined => {
   const tokens = tokenize(text.slice(span.start, span.end), span.start)
   let i = afterLeading(tokens, 0)
   let found: Found = {}
-  const lead = amountAndUnit(tokens, i)
+  // "half and half" is cream, not an amount; "a 6 inch sub" is one sub of that size.
+  const named = /^half[\s-]*(?:and|&|'?n'?)[\s-]*half\b/i.test(text.slice(tokens[i]?.start ?? span.end, span.end))
+  const lead = named ? undefined : amountAndUnit(tokens, i)
   const textStart = tokens[i]?.start ?? span.end
   if (lead !== undefined) {
     found = lead
     i = afterLeading(tokens, lead.next)
+    if (lead.unit === undefined && isWord(tokens[i], "inch", "inches", "in", "foot", "footlong")) {
+      found = { amount: (lead.amount ?? 1) >= 12 ? 2 : 1 }
+      i++
+    }
   }
   let end = tokens.length
   /** Where the words read end: the food's last word, or an amount after it. */
@@ -243,12 +263,29 @@ const readPhrase = (text: string, span: Span): ReadFood | undefined => {
   }
 }
 
+/** Drinks milk is poured into, and what is poured. */
+const IN_A_CUP = /\b(?:coffee|tea|espresso|americano)s?$/i
+const WHITENER = /^(?:(?:whole|skim|skimmed|semi-skimmed|low-fat|lowfat|2%|1%|oat|almond|soy)\s+)?(?:milk|cream|creamer|half and half)$/i
+
 /** The foods of a meal's text, in order; stops after `max` + 1 foods (a text of more is refused whole). */
 export const readMeal = (text: string, max = Number.POSITIVE_INFINITY): ReadonlyArray<ReadFood> => {
   const foods: Array<ReadFood> = []
+  let before: { readonly food: ReadFood; readonly end: number } | undefined
   for (const span of phrasesOf(text)) {
-    const food = readPhrase(text, span)
+    let food = readPhrase(text, span)
     if (food === undefined) continue
+    // Milk or cream "with" or "and" a coffee or tea, with no amount, is a splash in it.
+    const splash = containerOf("splash")
+    if (
+      food.amount === undefined &&
+      splash !== undefined &&
+      before !== undefined &&
+      IN_A_CUP.test(before.food.query) &&
+      WHITENER.test(food.query) &&
+      /\b(?:with|and|w\/|\+|&)/i.test(text.slice(before.end, span.start))
+    )
+      food = { ...food, amount: 1, unit: splash }
+    before = { food, end: span.end }
     foods.push(food)
     if (foods.length > max) break
   }
