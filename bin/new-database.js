@@ -9,5 +9,5 @@ import { Effect } from "effect"
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)))
 const { writeNewDatabaseArchive } = await import("../dist/src/db/Database.js")
-const { loadShippedFoods } = await import("../dist/src/foods/shipped.js")
+const { loadShippedFoods } = await import("../dist/src/foods/core/shipped.js")
 await Effect.runPromise(writeNewDatabaseArchive(join(root, "dist/new-database.tar"), loadShippedFoods))
