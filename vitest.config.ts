@@ -6,9 +6,11 @@ import { configDefaults, defineConfig } from "vitest/config"
  * consumer project), servers racing for data folders while other processes keep every core busy, fault injection
  * (test/faults, which needs TEST_DATABASE_URL), and the long runs: a server kept through a day on the test clock
  * (replays, the fast lane, the sweeper), real seconds of retries and deadlines, storms of concurrent requests against
- * the limits (test/limits, made-up keys), the ledger and the settler's nonces, a seeded random run, bodies of 3 MB
- * to 1 GB, the client end to end with phone photos (test/client), the embedded database's folders and the full SR28
- * import. `npm test` runs the rest ("quick", about 5 minutes on 2 cores); `npm run test:slow` these; `npx vitest
+ * the limits (test/limits, made-up keys, the food calls' limit and lane, who has a photo file fetched), the ledger
+ * and the settler's nonces, a seeded random run, bodies of 3 MB to 1 GB, bodies sent slowly while they are refused,
+ * the slowest food texts we could build, the client end to end with phone photos (test/client), the embedded
+ * database's folders and the full SR28 import, and the servers with many parts (settlement on a local chain, the
+ * admin RPC, the MCP revisions, the request log, property runs of the body reader). `npm test` runs the rest ("quick", about 5 minutes on 2 cores); `npm run test:slow` these; `npx vitest
  * run` both.
  */
 const SLOW = [
@@ -33,7 +35,18 @@ const SLOW = [
   "test/x402/nonces.test.ts",
   "test/http/tooLargeBodies.test.ts",
   "test/x402/e2e.test.ts",
-  "test/foods/import.test.ts"
+  "test/foods/import.test.ts",
+  "test/foods/lane.test.ts",
+  "test/foods/limits.test.ts",
+  "test/foods/bounds.test.ts",
+  "test/credits/unknownKeysFoods.test.ts",
+  "test/mcp/imageFileCallers.test.ts",
+  "test/mcp/protocol.test.ts",
+  "test/http/earlyRefusals.test.ts",
+  "test/http/liftedImage.test.ts",
+  "test/x402/settlement.test.ts",
+  "test/admin/rpc.test.ts",
+  "test/observability/requestLog.test.ts"
 ]
 
 const tests = (glob: string) => (glob.endsWith(".ts") ? glob : `${glob}/*.test.ts`)
