@@ -69,6 +69,12 @@ const MORE: ReadonlyArray<readonly [string, string, number]> = [
 const fixed = (n: number, digits: number) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
 const one = (n: number) => fixed(n, 1)
 const figures = (n: Nutrition) => [fixed(n.kcal, 0), one(n.protein_g), one(n.carbs_g), one(n.fat_g)]
+/** A corrected meal's totals as the page adds them up: the figures shown for each item, summed to hundredths. */
+const hundredth = (v: number) => Math.round(Number((v * 100).toPrecision(12))) / 100
+const summed = (shown: ReadonlyArray<Nutrition>): Nutrition => {
+  const sum = (key: keyof Nutrition) => hundredth(shown.reduce((total, n) => total + n[key], 0))
+  return { kcal: sum("kcal"), protein_g: sum("protein_g"), carbs_g: sum("carbs_g"), fat_g: sum("fat_g") }
+}
 /** The share of energy from protein the chart's legend states for these totals. */
 const proteinShare = (t: Nutrition) => Math.round((t.protein_g * 4 * 100) / (t.protein_g * 4 + t.carbs_g * 4 + t.fat_g * 9))
 
@@ -196,7 +202,9 @@ describe.skipIf(!existsSync(CHROMIUM))("correcting a result, in a browser", () =
         items[k] = { fdc_id: item.fdc_id ?? "", grams, name: item.name }
         const regrammed = await nutrition(items)
         expect(regrammed.totals.kcal).not.toBe(result.totals.kcal)
-        await poll(() => totals(page)).toEqual(["Total", one(regrammed.total_grams), ...figures(regrammed.totals)])
+        // The other items keep the analysis's own figures; the totals add up what is shown.
+        const afterGrams = summed([...result.items.slice(0, k).map((i) => i.nutrition), regrammed.items[k]!.nutrition])
+        await poll(() => totals(page)).toEqual(["Total", one(regrammed.total_grams), ...figures(afterGrams)])
         const seen = await rows(page)
         expect(seen[k]!.slice(0, 6)).toEqual([`${item.name} corrected`, one(grams), ...figures(regrammed.items[k]!.nutrition)])
         expect(seen.slice(0, k).map((r) => r[0])).toEqual(result.items.slice(0, k).map((i) => i.name))
@@ -213,7 +221,8 @@ describe.skipIf(!existsSync(CHROMIUM))("correcting a result, in a browser", () =
         await page.locator("#found button").first().click()
         items[0] = { fdc_id: tofu.fdc_id, grams: result.items[0]!.estimated_grams, name: tofu.name }
         const swapped = await nutrition(items)
-        await poll(() => totals(page)).toEqual(["Total", one(swapped.total_grams), ...figures(swapped.totals)])
+        const afterSwap = summed([swapped.items[0]!.nutrition, ...result.items.slice(1, k).map((i) => i.nutrition), regrammed.items[k]!.nutrition])
+        await poll(() => totals(page)).toEqual(["Total", one(swapped.total_grams), ...figures(afterSwap)])
         const first = (await rows(page))[0]!
         expect(first.slice(0, 7)).toEqual([`${tofu.name} corrected`, one(result.items[0]!.estimated_grams), ...figures(swapped.items[0]!.nutrition), `USDA\n${tofu.name}`])
         expect(await page.locator("#edit-status").textContent()).toBe(`Replaced with “${tofu.name}”.`)
@@ -224,7 +233,7 @@ describe.skipIf(!existsSync(CHROMIUM))("correcting a result, in a browser", () =
 
         // One item undone, then all: the analysis's own figures again, nothing marked.
         await page.getByRole("button", { name: "Undo changes to this item" }).click()
-        await poll(() => totals(page)).toEqual(["Total", one(regrammed.total_grams), ...figures(regrammed.totals)])
+        await poll(() => totals(page)).toEqual(["Total", one(regrammed.total_grams), ...figures(afterGrams)])
         await page.getByRole("button", { name: "Undo all corrections" }).click()
         await poll(() => totals(page)).toEqual(["Total", one(result.estimated_total_grams), ...figures(result.totals)])
         expect((await rows(page)).map((r) => r[0])).toEqual(result.items.map((i) => i.name))

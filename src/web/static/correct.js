@@ -41,9 +41,12 @@ const MACROS = ["kcal", "protein_g", "carbs_g", "fat_g"]
 /** A component the model estimated itself keeps its own figures per 100 g: scaled to the new grams as the analysis scales them. */
 const scaled = (per100g, grams) => Object.fromEntries(MACROS.map((key) => [key, tenth((per100g[key] * grams) / 100)]))
 
-/** The items' figures added up in their order, as the service adds up its totals. */
+/** Hundredths, half up on the decimal figure, as the food paths round their totals. */
+const hundredth = (v) => Math.round(Number((v * 100).toPrecision(12))) / 100
+
+/** The items' figures added up in their order, as the food paths add up a corrected meal's totals. */
 function sumOf(items) {
-  const totals = Object.fromEntries(MACROS.map((key) => [key, tenth(items.reduce((sum, item) => sum + item.nutrition[key], 0))]))
+  const totals = Object.fromEntries(MACROS.map((key) => [key, hundredth(items.reduce((sum, item) => sum + item.nutrition[key], 0))]))
   return { totals, total_grams: Math.round(items.reduce((sum, item) => sum + item.grams, 0) * 100) / 100 }
 }
 
