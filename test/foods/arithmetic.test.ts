@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import { allocateGrams, nutritionFor, sumNutrition } from "../../src/foods/core/arithmetic.ts"
+import { allocateGrams, hundredths, nutritionFor, sumNutrition } from "../../src/foods/core/arithmetic.ts"
 
 const grams = fc.double({ min: 0.01, max: 3000, noNaN: true })
 const total = fc.integer({ min: 100, max: 500_000 }).map((cents) => cents / 100)
@@ -68,5 +68,27 @@ describe("nutrition arithmetic", () => {
         expect(totals.kcal * 10).toBeCloseTo(Math.round(totals.kcal * 10), 6)
       })
     )
+  })
+})
+
+describe("hundredths (the food paths' figures)", () => {
+  /** n ÷ 10^k rounded half up to hundredths, in exact decimal arithmetic. */
+  const decimalHundredths = (n: bigint, k: number): number => {
+    const scaled = n * 100n * 2n + 10n ** BigInt(k) // 2 × (n × 100 ÷ 10^k + ½), over 2 × 10^k
+    const denominator = 2n * 10n ** BigInt(k)
+    const floor = scaled >= 0n ? scaled / denominator : -((-scaled + denominator - 1n) / denominator)
+    return Number(floor) / 100
+  }
+
+  it("rounds a decimal figure half up as it is written, halves included", () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(10n ** 9n), max: 10n ** 9n }), fc.integer({ min: 0, max: 6 }), (n, k) => {
+        expect(hundredths(Number(n) / 10 ** k) + 0).toBe(decimalHundredths(n, k) + 0) // -0 is written 0
+      }),
+      { numRuns: 20_000 }
+    )
+    expect(hundredths((0.85 * 150) / 100)).toBe(1.28)
+    expect(hundredths(-1.275)).toBe(-1.27)
+    expect(hundredths(2.675)).toBe(2.68)
   })
 })

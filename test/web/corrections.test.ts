@@ -72,7 +72,7 @@ const figures = (n: Nutrition) => [fixed(n.kcal, 0), one(n.protein_g), one(n.car
 /** A corrected meal's totals as the page adds them up: the figures shown for each item, summed to hundredths. */
 const hundredth = (v: number) => Math.round(Number((v * 100).toPrecision(12))) / 100
 const summed = (shown: ReadonlyArray<Nutrition>): Nutrition => {
-  const sum = (key: keyof Nutrition) => hundredth(shown.reduce((total, n) => total + n[key], 0))
+  const sum = (key: "kcal" | "protein_g" | "carbs_g" | "fat_g") => hundredth(shown.reduce((total, n) => total + n[key], 0))
   return { kcal: sum("kcal"), protein_g: sum("protein_g"), carbs_g: sum("carbs_g"), fat_g: sum("fat_g") }
 }
 /** The share of energy from protein the chart's legend states for these totals. */

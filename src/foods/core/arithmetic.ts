@@ -9,7 +9,14 @@ export const roundNutrient = (v: number) => Math.round(v * 10) / 10
  * Hundredths, half up on the decimal figure: the food paths' figures have at most two decimals (the analysis keeps its
  * own tenths). 0.85 × 150 ÷ 100 is 1.2749999… in binary and 1.275 in decimal, as a caller writes it: 1.28.
  */
-export const hundredths = (v: number) => Math.round(Number((v * 100).toPrecision(12))) / 100
+export const hundredths = (v: number) => {
+  const x = v * 100
+  // Only a figure within a hair of a half has its decimal digits read (a string made and parsed, 15 times the cost):
+  // every other rounds the same either way. A hair is what the twelfth significant digit can move.
+  const half = Math.abs(x - Math.floor(x) - 0.5)
+  if (Math.abs(x) < 1e11 && half > 1e-11 * Math.abs(x) + 1e-9) return Math.round(x) / 100
+  return Math.round(Number(x.toPrecision(12))) / 100
+}
 
 const mapNutrition = (n: Nutrition, f: (v: number) => number): Nutrition => ({
   kcal: f(n.kcal),
