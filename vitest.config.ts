@@ -10,7 +10,9 @@ import { configDefaults, defineConfig } from "vitest/config"
  * and the settler's nonces, a seeded random run, bodies of 3 MB to 1 GB, bodies sent slowly while they are refused,
  * the slowest food texts we could build, the client end to end with phone photos (test/client), the embedded
  * database's folders and the full SR28 import, and the servers with many parts (settlement on a local chain, the
- * admin RPC, the MCP revisions, the request log, property runs of the body reader). `npm test` runs the rest ("quick", about 5 minutes on 2 cores); `npm run test:slow` these; `npx vitest
+ * admin RPC, the MCP revisions, the request log, property runs of the body reader), and the longest of the rest (the
+ * analysis pipeline's photos, x402's seam and recovery and paid MCP calls, photo files over MCP, the food paths over
+ * HTTP, the matcher's dev set, the model's usage log). `npm test` runs the rest ("quick", about 5 minutes on 2 cores); `npm run test:slow` these; `npx vitest
  * run` both.
  */
 const SLOW = [
@@ -46,7 +48,15 @@ const SLOW = [
   "test/http/liftedImage.test.ts",
   "test/x402/settlement.test.ts",
   "test/admin/rpc.test.ts",
-  "test/observability/requestLog.test.ts"
+  "test/observability/requestLog.test.ts",
+  "test/analysis/pipeline.test.ts",
+  "test/x402/seam.test.ts",
+  "test/x402/recovery.test.ts",
+  "test/mcp/x402.test.ts",
+  "test/mcp/imageFile.test.ts",
+  "test/foods/http.test.ts",
+  "test/foods/matcher.test.ts",
+  "test/model/usage.test.ts"
 ]
 
 const tests = (glob: string) => (glob.endsWith(".ts") ? glob : `${glob}/*.test.ts`)
