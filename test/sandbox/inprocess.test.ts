@@ -35,8 +35,9 @@ describe("startSandbox", () => {
     })
 
   it("answers with the meal the scripted model gives this photo, and 422 when told there is no food", async () => {
-    const result = (await (await analyze()).json()) as { model: string; dish_name: string }
-    expect(result.model).toBe("sandbox")
+    const answered = await analyze()
+    const result = (await answered.json()) as { model: string; dish_name: string }
+    expect([answered.status, result.model], JSON.stringify(result)).toEqual([200, "sandbox"])
     expect(result.dish_name).toBe(answerFor({ image: photo.bytes, mime: photo.mime, language: "en" }).dish_name)
     expect((await analyze("no_food")).status).toBe(422)
     const balance = (await fetch(`${sandbox.url}/v1/credits/balance`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json())) as {
