@@ -43,7 +43,8 @@ const freePort = () =>
 
 /**
  * Starts the sandbox in this process on a free 127.0.0.1 port (or `port`). `env` holds optional sandbox settings
- * (LOG_LEVEL, ANALYSIS_TIMEOUT_MS, LIMIT_…); by default it logs warnings only.
+ * (LOG_LEVEL, ANALYSIS_TIMEOUT_MS, LIMIT_…); by default it logs warnings only. It resolves once the sandbox answers
+ * and its food index is built: a first analysis starts at once.
  */
 export const startSandbox = async (options: { readonly port?: number; readonly env?: Readonly<Record<string, string>> } = {}): Promise<RunningSandbox> => {
   const port = options.port ?? (await freePort())
@@ -51,7 +52,7 @@ export const startSandbox = async (options: { readonly port?: number; readonly e
   const scope = Effect.runSync(Scope.make())
   const close = () => Effect.runPromise(Scope.close(scope, Exit.void))
   // The banner is for people starting it by hand; a test suite wants quiet.
-  const logged = SandboxLive(env, { banner: false }).pipe(Layer.provide(LoggingLive.pipe(Layer.provide(sandboxConfig(env)))))
+  const logged = SandboxLive(env, { banner: false, indexBuilt: true }).pipe(Layer.provide(LoggingLive.pipe(Layer.provide(sandboxConfig(env)))))
   await Effect.runPromise(Scope.extend(Layer.build(logged), scope)).catch(async (error: unknown) => {
     await close()
     throw error

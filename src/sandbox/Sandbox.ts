@@ -11,6 +11,7 @@ import { ProcessorMemory } from "../credits/ProcessorMemory.ts"
 import { SandboxCheckoutLive, SandboxCheckoutRoutes } from "../credits/sandbox.ts"
 import * as Database from "../db/Database.ts"
 import { storeFoods } from "../foods/core/shipped.ts"
+import { FoodDb } from "../foods/core/FoodDb.ts"
 import { makeFoodDbLive } from "../foods/core/FoodDbLive.ts"
 import { loadRecords } from "../foods/core/repository.ts"
 import { LimitsLive } from "../limits/Limits.ts"
@@ -80,15 +81,22 @@ const sandboxFoods = (dataDir: Option.Option<string>) =>
     )
   )
 
+/** The same food database, started only once its index is built (a server builds it while it already answers). */
+const withIndexBuilt = <E, R>(foods: Layer.Layer<FoodDb, E, R>) =>
+  Layer.effectDiscard(Effect.flatMap(FoodDb, (db) => db.reader)).pipe(Layer.provideMerge(foods))
+
 /**
  * The sandbox's outside world, each part the in-memory substitute of a live one (the memory chain is shared by its
- * users); with `ownModel`, the vision model of the settings (OPENAI_API_KEY, …) instead of the scripted one.
+ * users); with `ownModel`, the vision model of the settings (OPENAI_API_KEY, …) instead of the scripted one; with
+ * `indexBuilt`, started once its food index is built, so that a first analysis does not spend its deadline (3 s)
+ * waiting for it on a busy machine.
  */
-export const sandboxParts = (options: { readonly foodsFrom?: string; readonly ownModel?: boolean } = {}) => {
+export const sandboxParts = (options: { readonly foodsFrom?: string; readonly ownModel?: boolean; readonly indexBuilt?: boolean } = {}) => {
   const chain = MemoryChainLive
+  const foods = sandboxFoods(Option.fromNullable(options.foodsFrom))
   return {
     vision: withScenarioVision(options.ownModel === true ? VisionModelLive : VisionModelScripted),
-    foods: sandboxFoods(Option.fromNullable(options.foodsFrom)),
+    foods: options.indexBuilt === true ? withIndexBuilt(foods) : foods,
     limits: withScenarioLimits(LimitsLive),
     funding: withScenarioPayments(FundingLive).pipe(Layer.provide(chain)),
     processor: ProcessorMemory,
@@ -120,12 +128,12 @@ export const banner = (settings: Settings, url: string, foodsFrom: Option.Option
   ].join("\n")
 
 /** The sandbox server on HOST:PORT (settings from `env`, default the process environment), printing its banner once listening. */
-export const SandboxLive = (env: Readonly<Record<string, string | undefined>> = process.env, options: { readonly banner?: boolean } = {}) => {
+export const SandboxLive = (env: Readonly<Record<string, string | undefined>> = process.env, options: { readonly banner?: boolean; readonly indexBuilt?: boolean } = {}) => {
   const foodsFrom = Option.fromNullable(env["MORSEL_DATA_DIR"]).pipe(Option.filter((dir) => dir !== "" && dir !== "memory://"))
   return Layer.unwrapEffect(
     Effect.map(AppConfig, (settings) =>
       serveWith({
-        ...sandboxParts({ ...(Option.isSome(foodsFrom) ? { foodsFrom: foodsFrom.value } : {}), ownModel: Option.isSome(settings.openai.apiKey) }),
+        ...sandboxParts({ ...(Option.isSome(foodsFrom) ? { foodsFrom: foodsFrom.value } : {}), ownModel: Option.isSome(settings.openai.apiKey), indexBuilt: options.indexBuilt === true }),
         http: nodeServer({ host: settings.host, port: settings.port, stamp: { [SANDBOX_HEADER]: "true" } })
       }).pipe(Layer.tap(() => (options.banner === false ? Effect.void : Console.log(banner(settings, settings.publicBaseUrl, foodsFrom)))))
     )

@@ -34,6 +34,13 @@ describe("startSandbox", () => {
       body: JSON.stringify({ image_base64: photo.base64, mime_type: photo.mime })
     })
 
+  it("is started with its food index built: a first search is answered at once, not after the index (1–5 s)", async () => {
+    const started = performance.now()
+    const search = await fetch(`${sandbox.url}/v1/foods?q=${encodeURIComponent("rice, white, cooked")}&limit=1`)
+    expect(search.status).toBe(200)
+    expect(performance.now() - started).toBeLessThan(1000)
+  })
+
   it("answers with the meal the scripted model gives this photo, and 422 when told there is no food", async () => {
     const answered = await analyze()
     const result = (await answered.json()) as { model: string; dish_name: string }
