@@ -194,16 +194,22 @@ describe("MCP food tools", () => {
             expect(refused).toContain("more than 50000 objects and arrays")
             expect(performance.now() - started).toBeLessThan(5000)
           }
+          // Each call is sent twice: the loop of this process (the client's too) is watched, and a collection or a
+          // busy machine can stretch one pass; a refusal that holds the loop holds it both times.
           for (const [tool, args, message, watched] of calls) {
-            const watch = watchLoop()
-            const started = performance.now()
-            const refused = (yield* Effect.promise(() => mcp.callTool({ name: tool, arguments: args }))) as CallToolResult
-            const ms = performance.now() - started
-            const hold = watch.stop()
-            console.log(`${tool} refused in ${ms.toFixed(0)} ms; loop held at most ${hold.cpuMs.toFixed(1)} ms CPU (${hold.wallMs.toFixed(1)} ms wall): ${message}`)
-            expect([refused.isError, toolErrorCode(refused), errorMessage(refused)]).toEqual([true, "invalid_request", message])
-            expect(ms).toBeLessThan(5000)
-            if (watched) expect(hold.cpuMs).toBeLessThanOrEqual(50)
+            let held = Number.POSITIVE_INFINITY
+            for (const pass of [1, 2]) {
+              const watch = watchLoop()
+              const started = performance.now()
+              const refused = (yield* Effect.promise(() => mcp.callTool({ name: tool, arguments: args }))) as CallToolResult
+              const ms = performance.now() - started
+              const hold = watch.stop()
+              held = Math.min(held, hold.cpuMs)
+              console.log(`${tool} refused in ${ms.toFixed(0)} ms (pass ${pass}); loop held at most ${hold.cpuMs.toFixed(1)} ms CPU (${hold.wallMs.toFixed(1)} ms wall): ${message}`)
+              expect([refused.isError, toolErrorCode(refused), errorMessage(refused)]).toEqual([true, "invalid_request", message])
+              expect(ms).toBeLessThan(5000)
+            }
+            if (watched) expect(held).toBeLessThanOrEqual(50)
           }
         }),
       120_000
