@@ -120,7 +120,7 @@ describe.skipIf(!existsSync(CHROMIUM))("correcting a result, in a browser", () =
     // The sandbox on a known port: its checkout returns to PUBLIC_BASE_URL.
     const port = await freePort()
     const env = { HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "error" }
-    const layer = SandboxLive(env, { banner: false }).pipe(Layer.provide(LoggingLive.pipe(Layer.provide(AppConfigFromEnv(env)))))
+    const layer = SandboxLive(env, { banner: false, indexBuilt: true }).pipe(Layer.provide(LoggingLive.pipe(Layer.provide(AppConfigFromEnv(env)))))
     const scope = Effect.runSync(Scope.make())
     const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
     expect(Context.get(context, HttpServer.HttpServer).address).toMatchObject({ port })

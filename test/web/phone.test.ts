@@ -55,7 +55,7 @@ const sandbox = async (): Promise<Running> => {
   const port = await freePort()
   const env = { HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "error", ...OPERATOR }
   const logging = LoggingLive.pipe(Layer.provide(AppConfigFromEnv(env)))
-  return run(SandboxLive(env, { banner: false }).pipe(Layer.provide(logging)), `http://127.0.0.1:${port}`)
+  return run(SandboxLive(env, { banner: false, indexBuilt: true }).pipe(Layer.provide(logging)), `http://127.0.0.1:${port}`)
 }
 
 /** A production composition with card credits and x402 each on or off, and no operator settings. */

@@ -101,7 +101,7 @@ describe.skipIf(!existsSync(CHROMIUM))("a meal in words and a photo's more nutri
     })
     const port = await freePort()
     const env = { HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "error" }
-    const layer = SandboxLive(env, { banner: false }).pipe(Layer.provide(LoggingLive.pipe(Layer.provide(AppConfigFromEnv(env)))))
+    const layer = SandboxLive(env, { banner: false, indexBuilt: true }).pipe(Layer.provide(LoggingLive.pipe(Layer.provide(AppConfigFromEnv(env)))))
     const scope = Effect.runSync(Scope.make())
     const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
     expect(Context.get(context, HttpServer.HttpServer).address).toMatchObject({ port })
