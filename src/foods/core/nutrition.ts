@@ -252,19 +252,30 @@ export const namedFoodsNutritionOf = (request: NutritionRequest): Effect.Effect<
       if (priced instanceof InvalidRequest) return yield* Effect.fail(priced)
       items.push(priced)
     }
-    const result: NutritionResult = {
-      items,
-      totals: totalsOf(items),
-      total_grams: sumGrams(items.map((i) => i.grams)),
-      complete: unmatched.length === 0,
-      unmatched,
-      estimate: true as const,
-      matcher_version: foods.matcherVersion
-    }
-    // Answers are sent without the schema's walk: a figure JSON cannot hold (it would go out as null) stops here.
-    if (!allFinite(result)) return yield* Effect.dieMessage("a nutrition answer holds a figure that is not a finite number")
-    return result
+    return yield* nutritionResult(items, unmatched, foods.matcherVersion)
   })
+
+/**
+ * The answer of a nutrition call (named foods or a meal in words): its priced items, their totals and the foods it
+ * could not price. Answers are sent without the schema's walk: a figure JSON cannot hold (it would go out as null)
+ * stops here.
+ */
+export const nutritionResult = (
+  items: ReadonlyArray<NutritionItem>,
+  unmatched: NutritionResult["unmatched"],
+  matcherVersion: string
+): Effect.Effect<NutritionResult> => {
+  const result: NutritionResult = {
+    items,
+    totals: totalsOf(items),
+    total_grams: sumGrams(items.map((i) => i.grams)),
+    complete: unmatched.length === 0,
+    unmatched,
+    estimate: true as const,
+    matcher_version: matcherVersion
+  }
+  return allFinite(result) ? Effect.succeed(result) : Effect.dieMessage("a nutrition answer holds a figure that is not a finite number")
+}
 
 const finiteOrNull = (v: number | null) => v === null || Number.isFinite(v)
 
@@ -284,7 +295,7 @@ const finiteNutrition = (n: FoodNutrition) =>
   finiteOrNull(n.vitamin_c_mg)
 
 /** Whether every figure of a nutrition answer is a finite number, as its schema requires. */
-export const allFinite = (result: NutritionResult): boolean =>
+const allFinite = (result: NutritionResult): boolean =>
   Number.isFinite(result.total_grams) &&
   finiteNutrition(result.totals) &&
   result.items.every((i) => Number.isFinite(i.grams) && finiteNutrition(i.per_100g) && finiteNutrition(i.nutrition) && (i.portion === undefined || (Number.isFinite(i.portion.amount) && Number.isFinite(i.portion.grams))))

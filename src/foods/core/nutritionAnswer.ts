@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import type { InvalidRequest, NotFound } from "../../domain/errors.ts"
 import { FoodDb } from "./FoodDb.ts"
-import { allFinite, namedFoodsNutritionOf, paceOf } from "./nutrition.ts"
+import { namedFoodsNutritionOf, paceOf } from "./nutrition.ts"
 import type { NutritionRequest, NutritionResult } from "./schemas.ts"
 import { mealNutritionOf } from "./words/answer.ts"
 
@@ -11,10 +11,7 @@ const mealOf = (text: string): Effect.Effect<NutritionResult, InvalidRequest, Fo
   Effect.gen(function* () {
     const foods = yield* FoodDb
     const read = yield* foods.reader
-    const meal = yield* mealNutritionOf(read, text, foods.matcherVersion, paceOf().turn)
-    // Answers are sent without the schema's walk: a figure JSON cannot hold (it would go out as null) stops here.
-    if (!allFinite(meal)) return yield* Effect.dieMessage("a nutrition answer holds a figure that is not a finite number")
-    return meal
+    return yield* mealNutritionOf(read, text, foods.matcherVersion, paceOf().turn)
   })
 
 /** The body of POST /v1/nutrition (or MCP food_nutrition's arguments) answered: `text` or `items`, never both. */

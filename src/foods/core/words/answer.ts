@@ -3,10 +3,9 @@
  * ones nothing fits listed with their words, and the refusals of a text too long or of too many foods.
  */
 import { Effect } from "effect"
-import { sumGrams } from "../arithmetic.ts"
 import { InvalidRequest } from "../../../domain/errors.ts"
 import type { FoodReader } from "../FoodDb.ts"
-import { itemFor, totalsOf } from "../nutrition.ts"
+import { itemFor, nutritionResult } from "../nutrition.ts"
 import { NUTRITION_TEXT_FOODS_MAX, type NutritionItem, type NutritionResult } from "../schemas.ts"
 import { type MealFood, type MealIndex, pricedFood, readFoods, SUGGESTION_SEARCHES } from "./meal.ts"
 
@@ -47,13 +46,5 @@ export const mealNutritionOf = (read: FoodReader, text: string, matcherVersion: 
           suggestions: priced.suggestions.map((r) => ({ fdc_id: r.sourceId, name: r.description }))
         })
     }
-    return {
-      items,
-      totals: totalsOf(items),
-      total_grams: sumGrams(items.map((i) => i.grams)),
-      complete: unmatched.length === 0,
-      unmatched,
-      estimate: true as const,
-      matcher_version: matcherVersion
-    }
+    return yield* nutritionResult(items, unmatched, matcherVersion)
   })
