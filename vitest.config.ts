@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from "vitest/config"
+import { storageTestFiles } from "./test/support/storageFiles.ts"
 
 /**
  * The slow part of the suite, by folder or file (a new test file in a folder named here joins it): the browser
@@ -60,6 +61,16 @@ const SLOW = [
 ]
 
 const tests = (glob: string) => (glob.endsWith(".ts") ? glob : `${glob}/*.test.ts`)
+const isSlow = (file: string) => SLOW.some((glob) => (glob.endsWith("/**") ? file.startsWith(glob.slice(0, -2)) : file === glob))
+
+/**
+ * With TEST_DATABASE_URL set (the PostgreSQL pass, `npm run test:postgres`), only the files whose database it chooses
+ * run (test/support/storageFiles.ts): the others would repeat the embedded pass word for word.
+ */
+const onPostgres = process.env["TEST_DATABASE_URL"] !== undefined
+const storage = onPostgres ? storageTestFiles(import.meta.dirname) : []
+const quick = onPostgres ? storage.filter((file) => !isSlow(file)) : ["test/**/*.test.ts"]
+const slow = onPostgres ? storage.filter(isSlow) : SLOW.map(tests)
 
 export default defineConfig({
   test: {
@@ -73,9 +84,9 @@ export default defineConfig({
     // Every run gets a temporary directory of its own, which must be empty when it ends (test/support/tmpdir.ts).
     globalSetup: ["test/support/tmpdir.ts", "test/support/template.ts"],
     projects: [
-      { extends: true, test: { name: "quick", include: ["test/**/*.test.ts"], exclude: [...configDefaults.exclude, ...SLOW] } },
+      { extends: true, test: { name: "quick", include: quick, exclude: [...configDefaults.exclude, ...SLOW] } },
       // The long runs get four times the time: a day on the test clock wakes every periodic pass of a server.
-      { extends: true, test: { name: "slow", include: SLOW.map(tests), testTimeout: 120_000 } }
+      { extends: true, test: { name: "slow", include: slow, testTimeout: 120_000 } }
     ]
   }
 })
