@@ -25,6 +25,7 @@ import { type Admission, admissionOf, claimCheck, Limits } from "../limits/Limit
 import { logFieldsOf, type ModelCall } from "../model/usage.ts"
 import { analyses, analysisDuration, count, outcomeOf } from "../observability/metrics.ts"
 import { AnalysisRejected, Analyzer } from "./Analyzer.ts"
+import type { ModelPhoto } from "./VisionModel.ts"
 import { type Credential, Funding, type FundingMethod, type Save, type Settled } from "./Funding.ts"
 import { AttemptLost, nextRequestId, RequestStore, RESULT_RETENTION_MS } from "./RequestStore.ts"
 
@@ -179,11 +180,18 @@ export const AnalyzeRequestsLive = Layer.effect(
         )
       )
 
-    const analyse = (requestId: RequestId, image: Uint8Array, payload: AnalyzeRequest, modelCall: Ref.Ref<ModelCall | undefined>) =>
+    const analyse = (
+      requestId: RequestId,
+      image: Uint8Array,
+      photo: Effect.Effect<ModelPhoto>,
+      payload: AnalyzeRequest,
+      modelCall: Ref.Ref<ModelCall | undefined>
+    ) =>
       analyzer
         .run({
           requestId,
           image,
+          photo,
           mime: payload.mime_type,
           language: payload.language,
           knownTotalGrams: payload.known_total_grams,
@@ -238,9 +246,12 @@ export const AnalyzeRequestsLive = Layer.effect(
         // with a cut connection ends the same way (a defect, not an error); a credit it held returns as an orphan.
         const forget = Effect.catchAll(store.forget(requestId), () => closeWhenStorageReturns(requestId))
         const admission = yield* admitted.pipe(Effect.tapErrorCause(() => forget))
+        // The photo is made ready for the model (tens of milliseconds, off the event loop) while the credit or the
+        // payment is reserved: begun only for an admitted attempt, stopped if the reservation is refused.
+        const photo = yield* Effect.forkDaemon(analyzer.prepare(image, payload.mime_type))
         const reservation = yield* method.reserve(requestId).pipe(
           Effect.tapErrorCause(() => forget),
-          Effect.onError(() => admission.release)
+          Effect.onError(() => Effect.zipRight(Fiber.interrupt(photo), admission.release))
         )
         // Whatever was reserved goes back; if storage fails here, the attempt is closed once it answers again.
         const giveBack = (code: string, countsAsFailure: boolean) =>
@@ -249,7 +260,7 @@ export const AnalyzeRequestsLive = Layer.effect(
             Effect.catchAll(() => closeWhenStorageReturns(requestId))
           )
         return yield* Effect.gen(function* () {
-          const result = yield* analyse(requestId, image, payload, modelCall).pipe(
+          const result = yield* analyse(requestId, image, Fiber.join(photo), payload, modelCall).pipe(
             // A result's slot is freed by the statement that saves it (migration 0010); any other end frees it here.
             Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : admission.release)),
             Effect.catchTag("AnalysisRejected", (rejected) =>

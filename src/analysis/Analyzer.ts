@@ -7,7 +7,7 @@ import type { RequestId } from "../domain/ids.ts"
 import type { AnalysisResult, ResultItem } from "../domain/schemas.ts"
 import { FoodDb } from "../foods/core/FoodDb.ts"
 import type { ModelCall } from "../model/usage.ts"
-import { countsTowardFailureLimit, VisionModel } from "./VisionModel.ts"
+import { countsTowardFailureLimit, type ModelPhoto, VisionModel } from "./VisionModel.ts"
 import { allocateGrams, nutritionFor, roundGrams, roundNutrition, sumGrams, sumNutrition } from "../foods/core/arithmetic.ts"
 
 export interface AnalysisInput {
@@ -16,6 +16,8 @@ export interface AnalysisInput {
   readonly mime: ImageMime
   readonly language: "en" | "lt"
   readonly knownTotalGrams: number | undefined
+  /** The photo as the model receives it, begun earlier with `prepare`; made by the model call otherwise. */
+  readonly photo?: Effect.Effect<ModelPhoto> | undefined
   /** Told what the model call used, whenever one came back (a usable answer or not). */
   readonly onModelCall?: ((call: ModelCall) => Effect.Effect<void>) | undefined
 }
@@ -31,7 +33,11 @@ export class AnalysisRejected extends Data.TaggedError("AnalysisRejected")<{
 
 export class Analyzer extends Context.Tag("morsel/Analyzer")<
   Analyzer,
-  { readonly run: (input: AnalysisInput) => Effect.Effect<AnalysisResult, AnalysisRejected> }
+  {
+    readonly run: (input: AnalysisInput) => Effect.Effect<AnalysisResult, AnalysisRejected>
+    /** Makes the photo as the model receives it (`AnalysisInput.photo`): the longest step before the model call. */
+    readonly prepare: (image: Uint8Array, mime: ImageMime) => Effect.Effect<ModelPhoto>
+  }
 >() {}
 
 const rejected = (error: AnalysisRejected["error"], countsAsFailure = true) => new AnalysisRejected({ error, countsAsFailure })
@@ -45,7 +51,7 @@ export const AnalyzerLive = Layer.effect(
 
     const estimate = (input: AnalysisInput) =>
       Effect.gen(function* () {
-        const answer = yield* vision.analyze({ image: input.image, mime: input.mime, language: input.language, onCall: input.onModelCall }).pipe(
+        const answer = yield* vision.analyze({ image: input.image, mime: input.mime, language: input.language, photo: input.photo, onCall: input.onModelCall }).pipe(
           Effect.mapError((failure) =>
             failure.reason === "unavailable"
               ? rejected(
@@ -117,6 +123,9 @@ export const AnalyzerLive = Layer.effect(
         return result
       })
 
-    return Analyzer.of({ run })
+    const prepare = (image: Uint8Array, mime: ImageMime) =>
+      vision.prepare === undefined ? Effect.succeed<ModelPhoto>({ bytes: image, mime }) : vision.prepare({ image, mime })
+
+    return Analyzer.of({ run, prepare })
   })
 )

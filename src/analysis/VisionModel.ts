@@ -18,10 +18,18 @@ export interface ModelAnswer {
   readonly items: ReadonlyArray<ModelItem>
 }
 
+/** The photo as the model receives it (downscaled and re-encoded by a model over the network). */
+export interface ModelPhoto {
+  readonly bytes: Uint8Array
+  readonly mime: string
+}
+
 export interface VisionInput {
   readonly image: Uint8Array
   readonly mime: ImageMime
   readonly language: "en" | "lt"
+  /** The photo as `prepare` makes it, when its preparation was begun before the call; made by the call otherwise. */
+  readonly photo?: Effect.Effect<ModelPhoto> | undefined
   /**
    * Told what the call used and how it was asked for, whenever an answer came back, usable or not (its tokens are
    * paid for all the same). Only a model over the network tells.
@@ -92,5 +100,7 @@ export class VisionModel extends Context.Tag("morsel/VisionModel")<
     /** Reported in each result's `model`. */
     readonly model: string
     readonly analyze: (input: VisionInput) => Effect.Effect<ModelAnswer, VisionFailure>
+    /** The photo as this model receives it, for a caller to begin it early (`VisionInput.photo`); a model without it takes the photo as it is. */
+    readonly prepare?: (input: Pick<VisionInput, "image" | "mime">) => Effect.Effect<ModelPhoto>
   }
 >() {}

@@ -6,7 +6,7 @@ import { AppConfig } from "../config.ts"
 import { type DroppableParameter, refusedParameter, refusesStructuredOutput, serverWords } from "../model/refusals.ts"
 import type { ModelCallSettings } from "../model/settings.ts"
 import { modelCallOf, type OutputMode, recordMetrics, tokensOf } from "../model/usage.ts"
-import { type ModelAnswer, ModelAnswerSchema, type VisionInput, VisionFailure, VisionModel } from "./VisionModel.ts"
+import { type ModelAnswer, ModelAnswerSchema, type ModelPhoto, type VisionInput, VisionFailure, VisionModel } from "./VisionModel.ts"
 
 /**
  * sharp and libvips, loaded with the first photo: about 20 MiB that a server waiting for work does not hold.
@@ -124,7 +124,7 @@ export const ANSWER_SCHEMA_NAME = "meal_estimate"
  * enlarged), re-encoded as JPEG — which also strips metadata such as GPS. PNG transparency becomes white.
  * If the pixels cannot be decoded, the original (already checked: PNG/JPEG, ≤ 2048 px) goes as it is.
  */
-export const prepareImage = (input: Pick<VisionInput, "image" | "mime">): Effect.Effect<{ bytes: Uint8Array; mime: string }> =>
+export const prepareImage = (input: Pick<VisionInput, "image" | "mime">): Effect.Effect<ModelPhoto> =>
   Effect.tryPromise(async () =>
     (await loadSharp())(input.image, { failOn: "none" })
       .autoOrient()
@@ -134,7 +134,7 @@ export const prepareImage = (input: Pick<VisionInput, "image" | "mime">): Effect
       .toBuffer()
   ).pipe(
     pixelWork.withPermits(1),
-    Effect.map((bytes): { bytes: Uint8Array; mime: string } => ({ bytes, mime: "image/jpeg" })),
+    Effect.map((bytes): ModelPhoto => ({ bytes, mime: "image/jpeg" })),
     Effect.catchAll(() =>
       Effect.logWarning("could not re-encode the photo for the model; sending it unchanged").pipe(
         Effect.as({ bytes: input.image, mime: input.mime })
@@ -365,7 +365,7 @@ export const VisionModelLive: Layer.Layer<VisionModel, never, AppConfig> = Layer
           Effect.fail(new VisionFailure({ reason: "unavailable", message: "no vision model is configured (OPENAI_API_KEY is unset)" })),
         onSome: (openai) =>
           Effect.gen(function* () {
-            const image = yield* prepareImage(input)
+            const image = yield* (input.photo ?? prepareImage(input))
             // Milliseconds of the Clock, not Effect.timed: a jittered backoff leaves the test clock between nanoseconds.
             const started = yield* Clock.currentTimeMillis
             const { completion, output } = yield* ask(openai, input.language, image).pipe(
@@ -383,6 +383,7 @@ export const VisionModelLive: Layer.Layer<VisionModel, never, AppConfig> = Layer
           }).pipe(Effect.withSpan("VisionModel.analyze", { attributes: { model, language: input.language } }))
       })
 
-    return VisionModel.of({ model, analyze })
+    // Without a model to ask there is no photo to make ready: the call answers unavailable first.
+    return VisionModel.of({ model, analyze, ...(Option.isSome(client) ? { prepare: prepareImage } : {}) })
   })
 )

@@ -215,35 +215,33 @@ export const LedgerLive = Layer.effect(
         Effect.map((rows) => Option.fromNullable(rows[0]))
       )
 
-    /** Takes one available credit of an unpaused key into reserved; no row when there is none to take. */
-    const debit = (fingerprint: KeyFingerprint, at: Date) =>
-      fingerprints(sql`
-        UPDATE credit_accounts SET available = available - 1, reserved = reserved + 1, updated_at = ${at}
-        WHERE fingerprint = ${fingerprint} AND NOT blocked AND available >= 1
-        RETURNING fingerprint`)
-
-    const tryReserve = (fingerprint: KeyFingerprint, requestId: string) =>
-      Effect.gen(function* () {
-        const at = yield* now
-        const debited = yield* debit(fingerprint, at)
-        if (debited.length === 0) {
-          const current = yield* account(fingerprint)
-          return yield* new ReserveRefused({
-            reason: Option.match(current, {
-              onNone: () => "unknown_key" as const,
-              onSome: (a) => (a.blocked ? ("key_paused" as const) : ("insufficient_credits" as const))
-            })
-          })
-        }
-        const reservationId = yield* Ids.next
-        yield* sql`
+    /**
+     * Takes one available credit of an unpaused key into reserved and records the reservation with its entry: one
+     * statement, so one round trip and no transaction to open. No row when there is no credit to take; a unique
+     * violation (the request holds a credit already) undoes the whole statement, the debit with it.
+     */
+    const tryReserve = (fingerprint: KeyFingerprint, requestId: string, reservationId: string, at: Date) =>
+      reservationIds(sql`
+        WITH debited AS (
+          UPDATE credit_accounts SET available = available - 1, reserved = reserved + 1, updated_at = ${at}
+          WHERE fingerprint = ${fingerprint} AND NOT blocked AND available >= 1
+          RETURNING fingerprint),
+        held AS (
           INSERT INTO credit_reservations (reservation_id, request_id, fingerprint, state, created_at)
-          VALUES (${reservationId}, ${requestId}, ${fingerprint}, 'held', ${at})`
-        yield* sql`
+          SELECT ${reservationId}::uuid, ${requestId}::uuid, fingerprint, 'held', ${at}::timestamptz FROM debited
+          RETURNING reservation_id, fingerprint),
+        entry AS (
           INSERT INTO credit_entries (fingerprint, kind, reservation_id, available_delta, reserved_delta, created_at)
-          VALUES (${fingerprint}, 'reserve', ${reservationId}, -1, 1, ${at})`
-        return { reservationId, requestId, fingerprint, state: "held" } satisfies HeldReservation
-      }).pipe(sql.withTransaction)
+          SELECT fingerprint, 'reserve', reservation_id, -1, 1, ${at}::timestamptz FROM held)
+        SELECT reservation_id FROM held`)
+
+    /** The reservation `requestId` holds (or consumed) already, when it is this key's; a conflict when another key's. */
+    const existingFor = (fingerprint: KeyFingerprint, requestId: string) =>
+      Effect.flatMap(reservationFor(requestId), (existing) =>
+        Option.isSome(existing) && existing.value.fingerprint !== fingerprint
+          ? Effect.fail(new ReservationConflict({ requestId }))
+          : Effect.succeed(existing)
+      )
 
     /**
      * Holds one credit of `fingerprint` for the analysis `requestId`. Repeating it for a request that already
@@ -254,58 +252,54 @@ export const LedgerLive = Layer.effect(
       requestId: string
     ): Effect.Effect<HeldReservation, ReserveRefused | ReservationConflict | SqlError.SqlError> =>
       Effect.gen(function* () {
-        const existing = yield* reservationFor(requestId)
-        if (Option.isSome(existing)) {
-          if (existing.value.fingerprint !== fingerprint) return yield* new ReservationConflict({ requestId })
-          return existing.value
-        }
-        return yield* tryReserve(fingerprint, requestId).pipe(
-          // A concurrent reserve for the same request won the unique index: answer with its reservation.
-          Effect.catchIf(isUniqueViolation, (error) =>
-            Effect.gen(function* () {
-              const winner = yield* reservationFor(requestId)
-              if (Option.isNone(winner)) return yield* Effect.fail(error)
-              if (winner.value.fingerprint !== fingerprint) return yield* new ReservationConflict({ requestId })
-              return winner.value
-            }))
+        const at = yield* now
+        const reservationId = yield* Ids.next
+        const held = yield* tryReserve(fingerprint, requestId, reservationId, at).pipe(
+          // The request holds a credit already (this call repeated, or a concurrent one won): it is answered below.
+          Effect.catchIf(isUniqueViolation, () => Effect.succeed([]))
         )
+        if (held.length > 0) return { reservationId, requestId, fingerprint, state: "held" } satisfies HeldReservation
+        // No credit taken: a request that holds one already (its key may have none left), or a refusal.
+        const existing = yield* existingFor(fingerprint, requestId)
+        if (Option.isSome(existing)) return existing.value
+        const current = yield* account(fingerprint)
+        return yield* new ReserveRefused({
+          reason: Option.match(current, {
+            onNone: () => "unknown_key" as const,
+            onSome: (a) => (a.blocked ? ("key_paused" as const) : ("insufficient_credits" as const))
+          })
+        })
       })
-
-    /** Moves a held reservation to `to`; undefined when it was not held. */
-    const moveHeld = (reservationId: string, to: "consumed" | "released", at: Date) =>
-      fingerprints(sql`
-        UPDATE credit_reservations SET state = ${to}, settled_at = ${at}
-        WHERE reservation_id = ${reservationId} AND state = 'held'
-        RETURNING fingerprint`).pipe(Effect.map((rows) => rows[0]))
 
     const reservationState = (reservationId: string) =>
       states(sql`SELECT state FROM credit_reservations WHERE reservation_id = ${reservationId}`).pipe(
         Effect.map((rows) => rows[0]?.state)
       )
 
+    /**
+     * Moves a held reservation to `to` with its entry and the key's balance: one statement, so one round trip (inside
+     * the caller's transaction when there is one). Nothing changes when the reservation is not held.
+     */
     const settle = (reservationId: string, to: "consumed" | "released"): Effect.Effect<SettleOutcome, SqlError.SqlError> =>
       Effect.gen(function* () {
         const at = yield* now
-        const row = yield* moveHeld(reservationId, to, at)
-        if (row === undefined) {
-          const state = yield* reservationState(reservationId)
-          return state === "consumed" ? "already_consumed" : state === "released" ? "already_released" : "unknown"
-        }
-        if (to === "consumed") {
-          yield* sql`
+        const returned = to === "released" ? 1 : 0
+        const moved = yield* fingerprints(sql`
+          WITH moved AS (
+            UPDATE credit_reservations SET state = ${to}, settled_at = ${at}
+            WHERE reservation_id = ${reservationId} AND state = 'held'
+            RETURNING fingerprint),
+          entry AS (
             INSERT INTO credit_entries (fingerprint, kind, reservation_id, available_delta, reserved_delta, created_at)
-            VALUES (${row.fingerprint}, 'consume', ${reservationId}, 0, -1, ${at})`
-          yield* sql`UPDATE credit_accounts SET reserved = reserved - 1, updated_at = ${at} WHERE fingerprint = ${row.fingerprint}`
-        } else {
-          yield* sql`
-            INSERT INTO credit_entries (fingerprint, kind, reservation_id, available_delta, reserved_delta, created_at)
-            VALUES (${row.fingerprint}, 'release', ${reservationId}, 1, -1, ${at})`
-          yield* sql`
-            UPDATE credit_accounts SET available = available + 1, reserved = reserved - 1, updated_at = ${at}
-            WHERE fingerprint = ${row.fingerprint}`
-        }
-        return "settled" as const
-      }).pipe(sql.withTransaction)
+            SELECT fingerprint, ${to === "consumed" ? "consume" : "release"}::text, ${reservationId}::uuid, ${returned}::integer, -1, ${at}::timestamptz FROM moved),
+          balance AS (
+            UPDATE credit_accounts SET available = available + ${returned}::integer, reserved = reserved - 1, updated_at = ${at}
+            WHERE fingerprint IN (SELECT fingerprint FROM moved))
+          SELECT fingerprint FROM moved`)
+        if (moved.length > 0) return "settled" as const
+        const state = yield* reservationState(reservationId)
+        return state === "consumed" ? "already_consumed" : state === "released" ? "already_released" : "unknown"
+      })
 
     /** Releases whatever credit the analysis `requestId` still holds (an attempt abandoned mid-analysis). */
     const heldFor = (requestId: string) =>

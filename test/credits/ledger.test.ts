@@ -47,6 +47,28 @@ describe("credit ledger", () => {
         expect(yield* auditLedger).toEqual([])
       }))
 
+    it.effect("a repeated reserve answers with the request's reservation, its key spent or not; another key's is a conflict", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const { fingerprint } = yield* freshKey
+        yield* ledger.grant(yield* seedOrder(fingerprint), fingerprint)
+        yield* Effect.forEach(Array.from({ length: 499 }, () => crypto.randomUUID()), (requestId) =>
+          Effect.flatMap(ledger.reserve(fingerprint, requestId), (r) => ledger.consume(r.reservationId))
+        )
+        const last = yield* ledger.reserve(fingerprint, crypto.randomUUID())
+        expect(yield* balance(fingerprint)).toMatchObject({ available: 0, reserved: 1 })
+        expect((yield* ledger.reserve(fingerprint, last.requestId)).reservationId).toBe(last.reservationId)
+        yield* ledger.consume(last.reservationId)
+        expect((yield* ledger.reserve(fingerprint, last.requestId)).reservationId).toBe(last.reservationId)
+        const other = yield* freshKey
+        yield* ledger.grant(yield* seedOrder(other.fingerprint), other.fingerprint)
+        const conflict = yield* Effect.either(ledger.reserve(other.fingerprint, last.requestId))
+        expect(Either.isLeft(conflict) && conflict.left._tag).toBe("ReservationConflict")
+        expect(yield* balance(other.fingerprint)).toMatchObject({ available: 500, reserved: 0 })
+        expect(yield* balance(fingerprint)).toMatchObject({ available: 0, reserved: 0 })
+        expect(yield* auditLedger).toEqual([])
+      }))
+
     it.effect("a reversal may overdraw, pauses the key and refuses reservations", () =>
       Effect.gen(function* () {
         const ledger = yield* Ledger
@@ -184,6 +206,23 @@ describe.skipIf(!realPostgresUrl)("credit ledger on real PostgreSQL (concurrency
         expect(yield* balance(fingerprint)).toMatchObject({ available: 0, reserved: 0 })
         expect(yield* auditLedger).toEqual([])
       }), 60_000)
+
+    it.effect("ten concurrent reserves of one request: one credit held, every one answered with its reservation", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const { fingerprint } = yield* freshKey
+        yield* ledger.grant(yield* seedOrder(fingerprint), fingerprint)
+        for (let i = 0; i < 10; i++) {
+          const requestId = crypto.randomUUID()
+          const held = yield* Effect.all(
+            Array.from({ length: 10 }, () => ledger.reserve(fingerprint, requestId)),
+            { concurrency: "unbounded" }
+          )
+          expect(new Set(held.map((r) => r.reservationId)).size).toBe(1)
+        }
+        expect(yield* balance(fingerprint)).toMatchObject({ available: 490, reserved: 10 })
+        expect(yield* auditLedger).toEqual([])
+      }))
 
     it.effect("concurrent consume and release of one reservation: exactly one wins", () =>
       Effect.gen(function* () {
