@@ -14,7 +14,7 @@ import { LimitsUnlimited } from "../../src/limits/Limits.ts"
 import { connect } from "../support/clients.ts"
 import { send } from "../support/http.ts"
 import { Server, serverLayer } from "../support/server.ts"
-import { watchLoop } from "./loopHold.ts"
+import { lesserHolds } from "./loopHold.ts"
 
 const records = shippedFoods()
 const dependencies = Layer.mergeAll(VisionModelLive, FoodDbMemory(records), FundingMemory({}), LimitsUnlimited)
@@ -22,8 +22,14 @@ const dependencies = Layer.mergeAll(VisionModelLive, FoodDbMemory(records), Fund
 const LETTERS = "abcdefghijklmnopqrstuvwxyz"
 const within200 = (words: ReadonlyArray<string>) => words.join(" ").slice(0, 200).trim()
 
-/** The slowest texts we know, each made distinct by `n` (a text already searched is answered from memory). */
-const hostile = (n: number): ReadonlyArray<string> => [
+/**
+ * The slowest texts we know, each made distinct by `n` through a word of its own in front (a text already searched is
+ * answered from memory, and the makes below repeat every few `n`).
+ */
+const hostile = (n: number): ReadonlyArray<string> =>
+  slowest(n).map((text) => within200([`zq${LETTERS[n % 26]}${LETTERS[Math.floor(n / 26) % 26]}`, text]))
+
+const slowest = (n: number): ReadonlyArray<string> => [
   // 100 one-letter words: each begins thousands of words.
   within200(Array.from({ length: 100 }, (_, i) => LETTERS[(i + n) % 26]!)),
   // 66 distinct two-letter words.
@@ -40,60 +46,41 @@ const hostile = (n: number): ReadonlyArray<string> => [
   within200(Array.from({ length: 30 }, (_, i) => ["chickn", "brocolli", "whit", "salmn", "chese", "porkk", "beeff"][(i + n) % 7]!))
 ]
 
-/** One answer per call, in turn, with the event loop watched; a /health sent beside each call says how long it waited. */
-const watched = <A>(calls: ReadonlyArray<() => Promise<A>>, url: string) =>
-  Effect.promise(async () => {
-    const watch = watchLoop()
-    const answers: Array<A> = []
-    let healthMs = 0
-    for (const call of calls) {
-      const started = performance.now()
-      const [answer] = await Promise.all([
-        call(),
-        send(`${url}/health`).then(() => {
-          healthMs = Math.max(healthMs, performance.now() - started)
-        })
-      ])
-      answers.push(answer)
-    }
-    return { answers, hold: watch.stop(), healthMs }
-  })
+/** Every make held the loop at most 50 ms (the lesser of its two calls); the longest hold, for the log. */
+const within50 = (holds: ReadonlyArray<{ readonly label: string; readonly cpuMs: number }>) => {
+  for (const { cpuMs, label } of holds) expect([label.slice(0, 40), cpuMs <= 50]).toEqual([label.slice(0, 40), true])
+  return Math.max(...holds.map((hold) => hold.cpuMs)).toFixed(1)
+}
 
 describe("no food call holds the event loop", () => {
-  layer(serverLayer({ dependencies }), { excludeTestServices: true, timeout: 300_000 })("on the shipped SR28 copy", (it) => {
+  // These tests send some 120 food calls within a minute from one address: more than its default allowance.
+  layer(serverLayer({ dependencies, env: { LIMIT_FOODS_PER_MINUTE: "1000" } }), { excludeTestServices: true, timeout: 300_000 })("on the shipped SR28 copy", (it) => {
     it.effect("GET /v1/foods with the slowest texts: each answered, the loop never held 50 ms", () =>
       Effect.gen(function* () {
         const { url } = yield* Server
         // Warm: the first calls of a process compile the code they run (the server's, and the client's here).
         for (const q of hostile(90)) yield* Effect.promise(() => send(`${url}/v1/foods?q=${encodeURIComponent(q)}&limit=25`))
-        const texts = [0, 1, 2].flatMap(hostile)
-        const { answers, hold, healthMs } = yield* watched(
-          texts.map((q) => () => send(`${url}/v1/foods?q=${encodeURIComponent(q)}&limit=25`)),
-          url
-        )
-        console.log(`GET /v1/foods, ${texts.length} texts: loop held at most ${hold.cpuMs.toFixed(1)} ms CPU (${hold.wallMs.toFixed(1)} ms wall); /health waited at most ${healthMs.toFixed(0)} ms`)
-        expect(answers.map((a) => a.status)).toEqual(texts.map(() => 200))
-        expect(hold.cpuMs).toBeLessThanOrEqual(50)
+        // Each slow text is searched as two texts of the same make (a text searched before is answered from memory).
+        const search = (q: string) => () => send(`${url}/v1/foods?q=${encodeURIComponent(q)}&limit=25`)
+        const makes = [0, 2].flatMap((n) => hostile(n).map((q, k) => ({ label: q, calls: [search(q), search(hostile(n + 1)[k]!)] as const })))
+        const holds = yield* Effect.promise(() => lesserHolds(makes, (answer, label) => expect([label, answer.status]).toEqual([label, 200])))
+        console.log(`GET /v1/foods, ${makes.length} texts twice: the loop held at most ${within50(holds)} ms CPU (the lesser of each text's two calls)`)
       }))
 
     it.effect("POST /v1/nutrition of 20 hostile items, nothing matched: answered with suggestions, the loop never held 50 ms", () =>
       Effect.gen(function* () {
         const { url } = yield* Server
         yield* Effect.promise(() => send(`${url}/v1/nutrition`, { method: "POST", body: { items: hostile(91).map((query) => ({ query, grams: 1 })) } }))
-        const bodies = [10, 30, 50].map((n) => ({
-          items: Array.from({ length: 20 }, (_, i) => ({ query: hostile(n + i)[i % 9]!, grams: 100 }))
-        }))
-        const { answers, hold, healthMs } = yield* watched(
-          bodies.map((body) => () => send(`${url}/v1/nutrition`, { method: "POST", body })),
-          url
+        const body = (n: number) => ({ items: Array.from({ length: 20 }, (_, i) => ({ query: hostile(n + i)[i % 9]!, grams: 100 })) })
+        const post = (n: number) => () => send(`${url}/v1/nutrition`, { method: "POST", body: body(n) })
+        const makes = [100, 140, 180].map((n) => ({ label: `20 items from hostile(${n})`, calls: [post(n), post(n + 20)] as const }))
+        const holds = yield* Effect.promise(() =>
+          lesserHolds(makes, (answer, label) => {
+            const answered = answer.body as { items: Array<unknown>; unmatched: Array<{ index: number }> }
+            expect([label, answer.status, answered.items.length + answered.unmatched.length]).toEqual([label, 200, 20])
+          })
         )
-        console.log(`POST /v1/nutrition, ${bodies.length} calls of 20 items: loop held at most ${hold.cpuMs.toFixed(1)} ms CPU (${hold.wallMs.toFixed(1)} ms wall); /health waited at most ${healthMs.toFixed(0)} ms`)
-        for (const answer of answers) {
-          expect(answer.status).toBe(200)
-          const body = answer.body as { items: Array<unknown>; unmatched: Array<{ index: number }> }
-          expect(body.items.length + body.unmatched.length).toBe(20)
-        }
-        expect(hold.cpuMs).toBeLessThanOrEqual(50)
+        console.log(`POST /v1/nutrition, ${makes.length} calls of 20 items twice: the loop held at most ${within50(holds)} ms CPU (the lesser of each call's two)`)
       }))
 
     it.effect("POST /v1/nutrition with the slowest meals in words of up to 2,000 characters: each answered, no text holds the loop 50 ms", () =>
@@ -125,22 +112,11 @@ describe("no food call holds the event loop", () => {
           ].map((text) => [...text].slice(0, 2000).join(""))
         // Warm: the first calls of a process compile the code they run (the server's, and the client's here).
         for (const text of meals(0)) yield* Effect.promise(() => send(`${url}/v1/nutrition`, { method: "POST", body: { text } }))
-        const passes = [meals(1), meals(2)]
-        let worst = 0
-        for (const [k, text] of passes[0]!.entries()) {
-          // Each text is sent twice, as two texts of the same make: the loop watched is this process's, the client's
-          // too, and a collection or a busy machine can stretch one pass; a text that holds the loop holds it both times.
-          let held = Number.POSITIVE_INFINITY
-          for (const pass of passes) {
-            const sent = pass[k]!
-            const { answers, hold } = yield* watched([() => send(`${url}/v1/nutrition`, { method: "POST", body: { text: sent } })], url)
-            expect([sent.slice(0, 30), answers[0]?.status]).toEqual([sent.slice(0, 30), 200])
-            held = Math.min(held, hold.cpuMs)
-          }
-          worst = Math.max(worst, held)
-          expect([text.slice(0, 30), held <= 50]).toEqual([text.slice(0, 30), true])
-        }
-        console.log(`POST /v1/nutrition, ${passes[0]!.length} meals in words of up to 2,000 characters: the loop held at most ${worst.toFixed(1)} ms CPU`)
+        const [first, second] = [meals(1), meals(2)]
+        const post = (text: string) => () => send(`${url}/v1/nutrition`, { method: "POST", body: { text } })
+        const makes = first.map((text, k) => ({ label: text, calls: [post(text), post(second[k]!)] as const }))
+        const holds = yield* Effect.promise(() => lesserHolds(makes, (answer, label) => expect([label.slice(0, 30), answer.status]).toEqual([label.slice(0, 30), 200])))
+        console.log(`POST /v1/nutrition, ${makes.length} meals in words of up to 2,000 characters twice: the loop held at most ${within50(holds)} ms CPU`)
       }))
 
     it.scoped("MCP search_foods with the slowest texts: each answered, the loop never held 50 ms", () =>
@@ -148,23 +124,11 @@ describe("no food call holds the event loop", () => {
         const { url } = yield* Server
         const mcp = yield* connect(url)
         for (const query of hostile(92)) yield* Effect.promise(() => mcp.callTool({ name: "search_foods", arguments: { query, limit: 25 } }))
-        // Each slow text is searched twice, as two texts of the same make (hostile(70) and hostile(71): a text searched
-        // before is answered from memory), each watched alone; the lesser hold counts. The watched loop is the MCP
-        // client's too, and a collection or a busy machine can stretch one pass (a batch of 18 reached 52 ms with a
-        // core kept busy); a text that holds the loop holds it both times.
-        const [first, second] = [hostile(70), hostile(71)]
-        let worst = 0
-        for (const [k, text] of first.entries()) {
-          let held = Number.POSITIVE_INFINITY
-          for (const query of [text, second[k]!]) {
-            const { answers, hold } = yield* watched([() => mcp.callTool({ name: "search_foods", arguments: { query, limit: 25 } })], url)
-            expect(answers.filter((a) => a.isError === true)).toEqual([])
-            held = Math.min(held, hold.cpuMs)
-          }
-          worst = Math.max(worst, held)
-          expect([text.slice(0, 30), held <= 50]).toEqual([text.slice(0, 30), true])
-        }
-        console.log(`MCP search_foods, ${first.length} texts twice: the loop held at most ${worst.toFixed(1)} ms CPU (the lesser of each text's two passes)`)
+        // Each slow text is searched as two texts of the same make (a text searched before is answered from memory).
+        const search = (query: string) => () => mcp.callTool({ name: "search_foods", arguments: { query, limit: 25 } })
+        const makes = hostile(70).map((query, k) => ({ label: query, calls: [search(query), search(hostile(71)[k]!)] as const }))
+        const holds = yield* Effect.promise(() => lesserHolds(makes, (answer, label) => expect([label, answer.isError ?? false]).toEqual([label, false])))
+        console.log(`MCP search_foods, ${makes.length} texts twice: the loop held at most ${within50(holds)} ms CPU (the lesser of each text's two calls)`)
       }))
   })
 

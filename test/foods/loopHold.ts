@@ -36,3 +36,29 @@ export const watchLoop = (): { readonly stop: () => LoopHold } => {
     }
   }
 }
+
+/** An input to watch, as two calls of the same make (the second never sent before: a repeat may be answered from memory). */
+export interface Make<A> {
+  readonly label: string
+  readonly calls: readonly [() => Promise<A>, () => Promise<A>]
+}
+
+/**
+ * The hold of each make, watched alone: both its calls in turn, each answer shown to `check`, the lesser of the two
+ * holds kept. The loop watched is the calling process's too, and a collection or a busy core can stretch one call; an
+ * input that holds the loop holds it both times.
+ */
+export const lesserHolds = async <A>(makes: ReadonlyArray<Make<A>>, check: (answer: A, label: string) => void) => {
+  const holds: Array<{ readonly label: string; readonly cpuMs: number }> = []
+  for (const { calls, label } of makes) {
+    let cpuMs = Number.POSITIVE_INFINITY
+    for (const call of calls) {
+      const watch = watchLoop()
+      const answer = await call()
+      cpuMs = Math.min(cpuMs, watch.stop().cpuMs)
+      check(answer, label)
+    }
+    holds.push({ label, cpuMs })
+  }
+  return holds
+}
