@@ -135,7 +135,8 @@ describe("no food call holds the event loop", () => {
   // Searching for slower texts: words drawn from those that cost most (short prefixes, common and group words,
   // misspellings, long unknown words, other scripts and digits), each text read afresh as every path reads it.
   plain("no text found by a search for slow inputs holds a food path's turn more than 50 ms of CPU", { timeout: 300_000 }, () => {
-    const reader = readerOf(buildIndex(records))
+    const index = buildIndex(records)
+    const reader = readerOf(index)
     const heavy = ["a", "s", "c", "ch", "co", "sa", "chi", "sal", "coo", "wit", "raw", "and", "or", "bee", "por", "with", "salt", "beef", "fat", "meat", "product", "products", "separable", "lean", "vegetable", "chicken", "cheese", "brocolli", "chickn", "whit", "chickenbroccoli", "é", "ж", "日本", "1", "42", "100%"]
     // Warm: the first texts of a process compile the code they run.
     for (const [i, w] of heavy.entries()) reader.search(`${w} ${heavy[(i * 7) % heavy.length]}`, 25)
@@ -148,13 +149,19 @@ describe("no food call holds the event loop", () => {
     fc.assert(
       fc.property(text, (q) => {
         // As in loopHold.ts: the thread computed for at most the lesser of the process's CPU time and the wall time.
-        const held = (step: () => unknown) => {
+        const once = (step: () => unknown) => {
+          // The index remembers the texts it searched: each run starts without them, as a new text does.
+          index.searches.clear()
+          index.prepared.clear()
           const before = process.cpuUsage()
           const started = performance.now()
           step()
           const used = process.cpuUsage(before)
           return Math.min((used.user + used.system) / 1000, performance.now() - started)
         }
+        // Each step twice, the lesser kept: a collection or a busy core can stretch one run (a CI run saw two texts pass
+        // 50 ms together where the slowest of its other pass took 14 ms), where a slow text is slow both times.
+        const held = (step: () => unknown) => Math.min(once(step), once(step))
         // A nutrition item's matching, its suggestions (the call takes its turn between them), a search of the most foods.
         const ms = Math.max(
           held(() => reader.named(q)),
