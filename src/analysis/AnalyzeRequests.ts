@@ -163,23 +163,17 @@ export const AnalyzeRequestsLive = Layer.effect(
       input
     })
 
-    /** How a funding method saves the result of `requestId`; storage trouble is a 503, a failure a closed attempt. */
-    const saveOf = (requestId: RequestId, result: AnalysisResult): Save => ({
-      pending: stored(requestId, store.pending(requestId, result, Option.none())),
-      complete: (paymentResponse) => stored(requestId, store.complete(requestId, result, paymentResponse)),
-      failed: (code) => Effect.ignoreLogged(store.fail(requestId, code, false))
+    /**
+     * How a funding method saves the result of `requestId`, with what its model call used (`usage`, kept by the same
+     * statement); storage trouble is a 503, a failure a closed attempt.
+     */
+    const saveOf = (requestId: RequestId, result: AnalysisResult, usage?: ModelCall): Save => ({
+      pending: stored(requestId, store.pending(requestId, result, Option.none(), usage)),
+      complete: (paymentResponse) => stored(requestId, store.complete(requestId, result, paymentResponse, usage)),
+      failed: (code) => Effect.ignoreLogged(store.fail(requestId, code, false, usage))
     })
 
     /** The analysis itself runs on its own fiber: a caller who hangs up does not cancel it, the deadline still does. */
-    /** What the model call used is kept with the request; losing it to a storage fault costs no customer an answer. */
-    const keepModelCall = (requestId: RequestId, modelCall: Ref.Ref<ModelCall | undefined>) => (call: ModelCall) =>
-      Effect.zipRight(
-        Ref.set(modelCall, call),
-        store.recordModelCall(requestId, call).pipe(
-          Effect.catchAll((error) => Effect.logWarning("could not keep the model call's usage", error))
-        )
-      )
-
     const analyse = (
       requestId: RequestId,
       image: Uint8Array,
@@ -195,7 +189,7 @@ export const AnalyzeRequestsLive = Layer.effect(
           mime: payload.mime_type,
           language: payload.language,
           knownTotalGrams: payload.known_total_grams,
-          onModelCall: keepModelCall(requestId, modelCall)
+          onModelCall: (call) => Ref.set(modelCall, call)
         })
         .pipe(
           Effect.flatMap((result) =>
@@ -256,7 +250,7 @@ export const AnalyzeRequestsLive = Layer.effect(
         // Whatever was reserved goes back; if storage fails here, the attempt is closed once it answers again.
         const giveBack = (code: string, countsAsFailure: boolean) =>
           reservation.release.pipe(
-            Effect.zipRight(store.fail(requestId, code, countsAsFailure)),
+            Effect.zipRight(Effect.flatMap(Ref.get(modelCall), (usage) => store.fail(requestId, code, countsAsFailure, usage))),
             Effect.catchAll(() => closeWhenStorageReturns(requestId))
           )
         return yield* Effect.gen(function* () {
@@ -268,7 +262,7 @@ export const AnalyzeRequestsLive = Layer.effect(
             )
           )
           const settling = yield* Clock.currentTimeMillis
-          const settled = yield* reservation.settle(saveOf(requestId, result)).pipe(
+          const settled = yield* reservation.settle(saveOf(requestId, result, yield* Ref.get(modelCall))).pipe(
             // A payment that could not be settled or saved: the rail's own clean-up may have met the same outage.
             Effect.tapError((error) => (error._tag === "ServiceUnavailable" ? closeWhenStorageReturns(requestId) : Effect.void))
           )

@@ -94,18 +94,24 @@ export class RequestStore extends Context.Tag("morsel/RequestStore")<
      * claim of it was stored after all; then it is closed as failed, which lets a retry free that claim.
      */
     readonly forget: (requestId: RequestId) => Effect.Effect<void, SqlError.SqlError>
-    readonly fail: (requestId: RequestId, code: string, countsAsFailure: boolean) => Effect.Effect<void, SqlError.SqlError>
+    /**
+     * Close a running or pending attempt as failed. `usage`, what its model call used (tokens, time, cost), is kept by
+     * the same statement for the admin lookup and counters, as it is by `pending` and `complete`.
+     */
+    readonly fail: (requestId: RequestId, code: string, countsAsFailure: boolean, usage?: ModelCall) => Effect.Effect<void, SqlError.SqlError>
     /** Save the result of a running attempt whose payment is under way; fails when the attempt was lost. */
     readonly pending: (
       requestId: RequestId,
       result: AnalysisResult,
-      paymentResponse: Option.Option<string>
+      paymentResponse: Option.Option<string>,
+      usage?: ModelCall
     ) => Effect.Effect<void, SqlError.SqlError | AttemptLost>
     /** Save the result of a paid attempt (running or pending); fails when the attempt was lost. */
     readonly complete: (
       requestId: RequestId,
       result: AnalysisResult,
-      paymentResponse: Option.Option<string>
+      paymentResponse: Option.Option<string>,
+      usage?: ModelCall
     ) => Effect.Effect<void, SqlError.SqlError | AttemptLost>
     /** A pending payment was settled in the background: the saved result becomes a completed one. */
     readonly settlePending: (requestId: RequestId, paymentResponse: string) => Effect.Effect<void, SqlError.SqlError>
@@ -118,10 +124,13 @@ export class RequestStore extends Context.Tag("morsel/RequestStore")<
     readonly abandonEnded: (requestId: RequestId) => Effect.Effect<ReadonlyArray<Abandoned>, SqlError.SqlError>
     /** When the earliest lease of a running attempt ends, if any is running. */
     readonly nextLeaseEnd: Effect.Effect<Option.Option<Date>, SqlError.SqlError>
-    /** Keeps what the attempt's model call used (tokens, time, cost) for the admin lookup and counters. */
-    readonly recordModelCall: (requestId: RequestId, call: ModelCall) => Effect.Effect<void, SqlError.SqlError>
   }
 >() {}
+
+const MAX_INTEGER_COLUMN = 2_147_483_647
+const tokenCount = (n: number | undefined): number | null =>
+  n !== undefined && Number.isSafeInteger(n) && n >= 0 && n <= MAX_INTEGER_COLUMN ? n : null
+const finiteOr = <A>(n: number | undefined, otherwise: A): number | A => (n !== undefined && Number.isFinite(n) ? n : otherwise)
 
 export const RequestStoreLive = Layer.effect(
   RequestStore,
@@ -249,18 +258,35 @@ export const RequestStoreLive = Layer.effect(
         }
       })
 
+    /**
+     * What an attempt's model call used, kept by the statement that ends the attempt (one round trip, not one of its
+     * own), as a query of its WITH. A count the integer column cannot hold (a provider reporting a fraction, or more
+     * than 2³¹) is kept as not reported; a row kept before stays as it is.
+     */
+    const usageRow = (requestId: RequestId, usage: ModelCall, at: Date) => {
+      const { cached, completion, prompt, reasoning } = usage.tokens
+      return sql`usage AS (
+        INSERT INTO model_calls (request_id, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, seconds, output, cost_usd, created_at)
+        SELECT request_id, ${tokenCount(prompt)}::integer, ${tokenCount(completion)}::integer, ${tokenCount(reasoning)}::integer,
+          ${tokenCount(cached)}::integer, ${finiteOr(usage.seconds, 0)}::double precision, ${usage.output}::text,
+          ${finiteOr(usage.costUsd, null)}::double precision, ${at}::timestamptz
+        FROM analysis_requests WHERE request_id = ${requestId}
+        ON CONFLICT (request_id) DO NOTHING)`
+    }
+
     const finish = (
       requestId: RequestId,
       status: "paid" | "payment_pending",
       result: AnalysisResult,
-      paymentResponse: Option.Option<string>
+      paymentResponse: Option.Option<string>,
+      usage: ModelCall | undefined
     ) =>
       Effect.gen(function* () {
         const at = yield* now
         const encoded = yield* Effect.orDie(encodeResult(result))
         // A paid result may have been saved meanwhile by the reconciler (settlePending): that is this save, done.
         const updated = yield* sql`
-          WITH saved AS (
+          WITH ${usage === undefined ? sql`` : sql`${usageRow(requestId, usage, at)},`} saved AS (
             UPDATE analysis_requests
             SET status = ${status}, result = ${sql.json(encoded)}, payment_response = ${Option.getOrNull(paymentResponse)},
                 completed_at = ${status === "paid" ? at : null}
@@ -293,15 +319,16 @@ export const RequestStoreLive = Layer.effect(
             DELETE FROM analysis_requests
             WHERE request_id = ${requestId} AND status = 'running' AND NOT EXISTS (SELECT 1 FROM claimed)`
         ).pipe(Effect.asVoid),
-      fail: (requestId, code, countsAsFailure) =>
+      fail: (requestId, code, countsAsFailure, usage) =>
         Effect.flatMap(now, (at) =>
           sql`
+            ${usage === undefined ? sql`` : sql`WITH ${usageRow(requestId, usage, at)}`}
             UPDATE analysis_requests
             SET status = 'failed', failure_code = ${code}, counts_as_failure = ${countsAsFailure}, result = NULL, completed_at = ${at}
             WHERE request_id = ${requestId} AND status IN ('running', 'payment_pending')`
         ).pipe(Effect.asVoid),
-      pending: (requestId, result, paymentResponse) => finish(requestId, "payment_pending", result, paymentResponse),
-      complete: (requestId, result, paymentResponse) => finish(requestId, "paid", result, paymentResponse),
+      pending: (requestId, result, paymentResponse, usage) => finish(requestId, "payment_pending", result, paymentResponse, usage),
+      complete: (requestId, result, paymentResponse, usage) => finish(requestId, "paid", result, paymentResponse, usage),
       settlePending: (requestId, paymentResponse) =>
         Effect.flatMap(now, (at) =>
           sql`
@@ -313,16 +340,7 @@ export const RequestStoreLive = Layer.effect(
       nextLeaseEnd: Effect.map(
         leaseEnds(sql`SELECT min(lease_until) AS lease_until FROM analysis_requests WHERE status = 'running'`),
         (rows) => Option.fromNullable(rows[0]?.lease_until)
-      ),
-      recordModelCall: (requestId, call) =>
-        Effect.flatMap(now, (at) => {
-          const { cached, completion, prompt, reasoning } = call.tokens
-          return sql`
-            INSERT INTO model_calls (request_id, prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens, seconds, output, cost_usd, created_at)
-            VALUES (${requestId}, ${prompt ?? null}, ${completion ?? null}, ${reasoning ?? null}, ${cached ?? null}, ${call.seconds}, ${call.output},
-              ${call.costUsd ?? null}, ${at})
-            ON CONFLICT (request_id) DO NOTHING`
-        }).pipe(Effect.asVoid)
+      )
     })
   })
 )

@@ -1,5 +1,6 @@
 // What each analysis's model call used, end to end on the whole server with the fake model: the analysis's log line,
-// the metrics, the admin request lookup and counters; costs only with prices set; refusals learned once per server.
+// the metrics, the admin request lookup and counters; costs only with prices set; refusals learned once per server;
+// counts a column cannot hold never cost a customer the saved answer.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Logger, Metric, Redacted } from "effect"
 import { vi } from "vitest"
@@ -113,6 +114,17 @@ describe("model usage", () => {
       expect(lookup.model_call).toEqual({ tokens: { prompt: 1200, completion: 300 }, seconds: expect.any(Number), output: "json_schema" })
       const counters = yield* admin.Counters()
       expect(counters.model).toEqual({ calls_last_24h: 1, tokens_last_24h: { prompt: 1200, completion: 300 }, priced_calls_last_24h: 0 })
+    }), 120_000)
+
+  it.scopedLive("counts a database column cannot hold (a fraction, more than 2³¹) are kept as not reported; the customer's answer is saved", () =>
+    Effect.gen(function* () {
+      const { fake, admin, analyze } = yield* setup({})
+      fake.enqueue(Reply.answer(chickenRice, { usage: { prompt_tokens: 1.5, completion_tokens: 3_000_000_000 } }))
+      const paid = yield* analyze("usage-hostile-0001")
+      expect(paid.status).toBe(200)
+      expect(yield* analyze("usage-hostile-0001")).toMatchObject({ status: 200, body: paid.body })
+      const lookup = yield* admin.LookupRequest({ request_id: String((paid.body as Record<string, unknown>)["request_id"]) })
+      expect(lookup.model_call).toEqual({ tokens: {}, seconds: expect.any(Number), output: "json_schema" })
     }), 120_000)
 })
 
